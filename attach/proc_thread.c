@@ -1,0 +1,169 @@
+/* proc_thread.c — non-stopping observation of a thread through /proc.
+ *
+ * The sampler must know, before it touches a thread, whether the thread is
+ * on a CPU (then it is interrupted) or blocked in a syscall (then it is
+ * sampled from /proc/.../syscall and a stack copy, never interrupted,
+ * because an interrupt makes calls such as epoll_wait fail with EINTR in
+ * the target).  All parsing here treats the kernel's text defensively and
+ * reads into fixed buffers. */
+#include "attach/proc_thread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+
+static int open_task_file(pid_t pid, pid_t tid, const char *name)
+{
+        char path[96];
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int proc_thread_files__open(struct proc_thread_files *files, pid_t pid, pid_t tid)
+{
+        files->stat_fd = open_task_file(pid, tid, "stat");
+        files->syscall_fd = open_task_file(pid, tid, "syscall");
+        files->schedstat_fd = open_task_file(pid, tid, "schedstat");
+        files->comm_fd = open_task_file(pid, tid, "comm");
+        if (files->stat_fd < 0 || files->syscall_fd < 0) {
+                int saved = errno;
+                proc_thread_files__close(files);
+                return -saved;
+        }
+        return 0;
+}
+
+void proc_thread_files__close(struct proc_thread_files *files)
+{
+        int *fds[] = {&files->stat_fd, &files->syscall_fd, &files->schedstat_fd, &files->comm_fd};
+
+        for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+                if (*fds[i] >= 0)
+                        close(*fds[i]);
+                *fds[i] = -1;
+        }
+}
+
+/* Reads a whole small /proc file into buf, NUL-terminated.  -1 on error. */
+static ssize_t read_small(int fd, char *buf, size_t size)
+{
+        ssize_t n;
+
+        if (fd < 0)
+                return -1;
+        n = pread(fd, buf, size - 1, 0);
+        if (n < 0)
+                return -1;
+        buf[n] = '\0';
+        return n;
+}
+
+char proc_thread__state(const struct proc_thread_files *files)
+{
+        char buf[512];
+        const char *close_paren;
+
+        if (read_small(files->stat_fd, buf, sizeof(buf)) <= 0)
+                return 0;
+        /* comm may contain spaces and parentheses: the state follows the
+         * last ')'. */
+        close_paren = strrchr(buf, ')');
+        if (!close_paren || close_paren[1] != ' ' || close_paren[2] == '\0')
+                return 0;
+        return close_paren[2];
+}
+
+enum proc_syscall_result proc_syscall__parse(const char *text, struct blocked_point *point)
+{
+        char *end;
+        const char *p = text;
+        uint64_t words[8];
+
+        if (strncmp(text, "running", 7) == 0)
+                return PROC_SYSCALL_RUNNING;
+        point->syscall_nr = strtol(p, &end, 10);
+        if (end == p)
+                return PROC_SYSCALL_GONE;
+        p = end;
+        /* "-1 sp pc" when blocked outside a syscall, else "nr a1..a6 sp pc". */
+        size_t want = point->syscall_nr == -1 ? 2 : 8;
+        for (size_t i = 0; i < want; i++) {
+                errno = 0;
+                words[i] = strtoull(p, &end, 16);
+                if (end == p || errno)
+                        return PROC_SYSCALL_GONE;
+                p = end;
+        }
+        memset(point->args, 0, sizeof(point->args));
+        if (want == 8)
+                memcpy(point->args, words, sizeof(point->args));
+        point->sp = words[want - 2];
+        point->pc = words[want - 1];
+        return PROC_SYSCALL_BLOCKED;
+}
+
+enum proc_syscall_result proc_thread__syscall(const struct proc_thread_files *files,
+                                              struct blocked_point *point)
+{
+        char buf[256];
+
+        if (read_small(files->syscall_fd, buf, sizeof(buf)) <= 0)
+                return PROC_SYSCALL_GONE;
+        return proc_syscall__parse(buf, point);
+}
+
+static bool sum_context_switches(pid_t pid, pid_t tid, uint64_t *count)
+{
+        char path[96], line[256];
+        uint64_t total = 0, value;
+        int found = 0;
+        _cleanup_fclose_ FILE *f = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                if (sscanf(line, "voluntary_ctxt_switches: %" SCNu64, &value) == 1 ||
+                    sscanf(line, "nonvoluntary_ctxt_switches: %" SCNu64, &value) == 1) {
+                        total += value;
+                        found++;
+                }
+        }
+        *count = total;
+        return found == 2;
+}
+
+bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pid_t tid,
+                            uint64_t *count)
+{
+        char buf[128];
+        uint64_t run_ns, wait_ns, slices;
+
+        if (read_small(files->schedstat_fd, buf, sizeof(buf)) > 0 &&
+            sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64, &run_ns, &wait_ns, &slices) == 3) {
+                *count = slices;
+                return true;
+        }
+        return sum_context_switches(pid, tid, count);
+}
+
+bool proc_thread__comm(const struct proc_thread_files *files, char name[16])
+{
+        char buf[64];
+        ssize_t n = read_small(files->comm_fd, buf, sizeof(buf));
+
+        if (n <= 0)
+                return false;
+        buf[strcspn(buf, "\n")] = '\0';
+        buf[15] = '\0';
+        memcpy(name, buf, 16);
+        return true;
+}

@@ -1,0 +1,55 @@
+/* proc_thread.h — what /proc says about one thread, read without stopping
+ * it: scheduler state, the syscall it is blocked in (with SP and PC), its
+ * run count and its name.
+ *
+ * Files are opened once per thread and re-read with pread(), because the
+ * sampler reads them for every thread on every tick. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_thread_files {
+        int stat_fd;
+        int syscall_fd;
+        int schedstat_fd;
+        int comm_fd;
+};
+
+/* What /proc/PID/task/TID/syscall reports for a thread that is not running. */
+struct blocked_point {
+        long syscall_nr; /* -1: blocked, but not in a syscall */
+        uint64_t args[6];
+        uint64_t sp;
+        uint64_t pc;
+};
+
+enum proc_syscall_result {
+        PROC_SYSCALL_BLOCKED, /* *point is filled */
+        PROC_SYSCALL_RUNNING,
+        PROC_SYSCALL_GONE, /* thread exited or file unreadable */
+};
+
+int proc_thread_files__open(struct proc_thread_files *files, pid_t pid, pid_t tid);
+void proc_thread_files__close(struct proc_thread_files *files);
+
+/* One-letter state from /proc/.../stat ('R', 'S', 'D', 'T', 't', 'Z', ...),
+ * or 0 when the thread is gone. */
+char proc_thread__state(const struct proc_thread_files *files);
+
+enum proc_syscall_result proc_thread__syscall(const struct proc_thread_files *files,
+                                              struct blocked_point *point);
+
+/* How many times the thread was scheduled onto a CPU (schedstat's third
+ * field, or the sum of context switches where schedstat is missing).  A
+ * blocked thread whose count is unchanged has not run in between.  Returns
+ * false when unreadable. */
+bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pid_t tid,
+                            uint64_t *count);
+
+/* Thread name (comm), NUL-terminated, at most 15 characters. */
+bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
+
+/* Parses one line of /proc/.../syscall; exposed for unit tests. */
+enum proc_syscall_result proc_syscall__parse(const char *text, struct blocked_point *point);

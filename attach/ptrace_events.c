@@ -1,0 +1,204 @@
+/* ptrace_events.c — see ptrace_events.h.
+ *
+ * Stops of a PTRACE_SEIZE'd thread, as ptrace(2) describes them:
+ *   status>>16 == PTRACE_EVENT_STOP, WSTOPSIG == SIGTRAP: our interrupt, the
+ *       first stop of a new thread, or the end of a group-stop;
+ *   status>>16 == PTRACE_EVENT_STOP, WSTOPSIG a stop signal: group-stop;
+ *   status>>16 == PTRACE_EVENT_CLONE / _EXEC: thread creation, exec;
+ *   status>>16 == 0: signal-delivery-stop, the signal is WSTOPSIG. */
+#include "attach/ptrace_events.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "attach/syscall_restart.h"
+
+uint64_t monotonic_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int ptrace_events__interrupt(struct tthread *thread)
+{
+        thread->interrupt_ns = monotonic_ns();
+        if (ptrace(PTRACE_INTERRUPT, thread->tid, NULL, NULL) < 0)
+                return -errno;
+        thread->interrupt_pending = true;
+        return 0;
+}
+
+static bool is_stop_signal(int sig)
+{
+        return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void resume(pid_t tid, int sig)
+{
+        /* ESRCH means the thread died meanwhile; its exit status follows. */
+        (void)ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
+}
+
+static void handle_exit(struct target_set *set, pid_t tid,
+                        const struct ptrace_event_handlers *handlers, void *arg,
+                        struct ptrace_event_counts *counts)
+{
+        struct tthread *thread;
+        struct target *target = target_set__find(set, tid, &thread);
+
+        if (!target)
+                return;
+        counts->threads_exited++;
+        if (tid != target->pid) {
+                target__remove_thread(target, tid);
+                return;
+        }
+        target->gone = true;
+        if (handlers->on_target_changed)
+                handlers->on_target_changed(arg, target);
+}
+
+/* Our interrupt may have landed just as the thread blocked in a call that
+ * fails with EINTR after a stop; undo that before it can see it. */
+static void repair_eintr(struct target *target, struct tthread *thread,
+                         struct ptrace_event_counts *counts)
+{
+        struct user_regs_struct regs;
+
+        if (thread->captured && thread->capture.kind == CAPTURE_STOPPED)
+                regs = thread->capture.regs;
+        else if (ptrace(PTRACE_GETREGS, thread->tid, NULL, &regs) < 0)
+                return;
+        if (syscall_restart__repair_eintr(target->pid, thread->tid, &regs))
+                counts->eintr_repaired++;
+}
+
+static void handle_our_interrupt(struct target *target, struct tthread *thread,
+                                 const struct ptrace_event_handlers *handlers, void *arg,
+                                 struct ptrace_event_counts *counts)
+{
+        thread->interrupt_pending = false;
+        if (handlers->on_interrupt_stop)
+                handlers->on_interrupt_stop(arg, target, thread);
+        repair_eintr(target, thread, counts);
+        resume(thread->tid, 0);
+        thread->last_pause_ns = monotonic_ns() - thread->interrupt_ns;
+}
+
+static void handle_event_stop(struct target *target, struct tthread *thread, int sig,
+                              const struct ptrace_event_handlers *handlers, void *arg,
+                              struct ptrace_event_counts *counts)
+{
+        if (is_stop_signal(sig)) {
+                /* Group-stop: hold it.  Our interrupt, if any, is void. */
+                thread->interrupt_pending = false;
+                thread->group_stopped = true;
+                counts->group_stops++;
+                (void)ptrace(PTRACE_LISTEN, thread->tid, NULL, NULL);
+                return;
+        }
+        thread->group_stopped = false;
+        if (thread->interrupt_pending) {
+                handle_our_interrupt(target, thread, handlers, arg, counts);
+                return;
+        }
+        resume(thread->tid, 0);
+}
+
+static void handle_clone(struct target *target, pid_t tid, struct ptrace_event_counts *counts)
+{
+        unsigned long new_tid = 0;
+
+        if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &new_tid) == 0 && new_tid > 0) {
+                /* If this fails (ENOMEM, thread already gone) the thread
+                 * still runs; it is registered on its first stop. */
+                (void)target__add_thread(target, (pid_t)new_tid);
+                counts->threads_created++;
+        }
+        resume(tid, 0);
+}
+
+static void handle_exec(struct target *target, const struct ptrace_event_handlers *handlers,
+                        void *arg)
+{
+        /* After exec the survivor has the leader's id, whatever it was. */
+        target__reset_after_exec(target);
+        if (handlers->on_target_changed)
+                handlers->on_target_changed(arg, target);
+        resume(target->pid, 0);
+}
+
+/* A stop from a thread we have not registered: a new thread whose first
+ * stop came before its creator's clone event. */
+static struct tthread *adopt_thread(struct target_set *set, pid_t tid, struct target **target)
+{
+        *target = target_set__owner_of_new_thread(set, tid);
+        if (!*target)
+                return NULL;
+        return target__add_thread(*target, tid);
+}
+
+void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
+                           const struct ptrace_event_handlers *handlers, void *arg,
+                           struct ptrace_event_counts *counts)
+{
+        struct tthread *thread;
+        struct target *target;
+        int sig, event;
+
+        if (WIFEXITED(status) || WIFSIGNALED(status)) {
+                handle_exit(set, tid, handlers, arg, counts);
+                return;
+        }
+        if (!WIFSTOPPED(status))
+                return;
+        sig = WSTOPSIG(status);
+        event = (int)((unsigned)status >> 16);
+        target = target_set__find(set, tid, &thread);
+        if (!thread)
+                thread = adopt_thread(set, tid, &target);
+        if (!thread) {
+                /* Never leave an unknown tracee stopped, never eat a signal. */
+                resume(tid, event == 0 ? sig : 0);
+                return;
+        }
+        switch (event) {
+        case PTRACE_EVENT_STOP:
+                handle_event_stop(target, thread, sig, handlers, arg, counts);
+                break;
+        case PTRACE_EVENT_CLONE:
+                handle_clone(target, tid, counts);
+                break;
+        case PTRACE_EVENT_EXEC:
+                handle_exec(target, handlers, arg);
+                break;
+        case 0:
+                counts->signals_reinjected++;
+                resume(tid, sig);
+                break;
+        default:
+                resume(tid, 0);
+                break;
+        }
+}
+
+int ptrace_events__drain(struct target_set *set, const struct ptrace_event_handlers *handlers,
+                         void *arg, struct ptrace_event_counts *counts)
+{
+        int handled = 0, status;
+        pid_t tid;
+
+        while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
+                ptrace_events__handle(set, tid, status, handlers, arg, counts);
+                handled++;
+        }
+        if (tid < 0 && errno == ECHILD)
+                return handled ? handled : -ECHILD;
+        return handled;
+}

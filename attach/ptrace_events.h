@@ -1,0 +1,46 @@
+/* ptrace_events.h — the tracer's side of every waitpid() status.
+ *
+ * Policy stays with the caller: the only decision delegated is what to do
+ * while a thread sits in the stop we asked for (capture it).  Everything
+ * else is fixed here, because getting it wrong harms the target:
+ *   - signals are re-injected at once, unchanged;
+ *   - a group-stop (SIGSTOP, SIGTSTP, ...) is held with PTRACE_LISTEN, so
+ *     the target stays stopped until its SIGCONT, as without us;
+ *   - new threads and exec are followed;
+ *   - every other stop is resumed immediately. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/target_set.h"
+
+struct ptrace_event_handlers {
+        /* `thread` stopped because we interrupted it; it is resumed as soon
+         * as this returns, and thread->last_pause_ns is set. */
+        void (*on_interrupt_stop)(void *arg, struct target *target, struct tthread *thread);
+        /* The process exited, or execed (`execed` set; mappings changed). */
+        void (*on_target_changed)(void *arg, struct target *target);
+};
+
+struct ptrace_event_counts {
+        uint64_t signals_reinjected;
+        uint64_t threads_created;
+        uint64_t threads_exited;
+        uint64_t group_stops;
+        uint64_t eintr_repaired;
+};
+
+/* Sends PTRACE_INTERRUPT and notes the time.  0 or -errno. */
+int ptrace_events__interrupt(struct tthread *thread);
+
+void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
+                           const struct ptrace_event_handlers *handlers, void *arg,
+                           struct ptrace_event_counts *counts);
+
+/* Handles every status already waiting (WNOHANG).  Returns how many, or
+ * -ECHILD when no tracee is left. */
+int ptrace_events__drain(struct target_set *set, const struct ptrace_event_handlers *handlers,
+                         void *arg, struct ptrace_event_counts *counts);
+
+uint64_t monotonic_ns(void);

@@ -1,0 +1,194 @@
+/* target.c — see target.h.
+ *
+ * Attaching races with the target creating threads: a thread created by a
+ * not-yet-seized thread is not auto-attached.  So /proc/PID/task is listed
+ * again until one pass finds nothing new.  A thread the kernel already
+ * attached for us (its creator was seized first) makes PTRACE_SEIZE fail
+ * with EPERM; it is recognised by its TracerPid being this thread. */
+#include "attach/target.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <unistd.h>
+
+#include "attach/target_check.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define ATTACH_MAX_PASSES 64
+#define TARGET_MAX_THREADS 65536
+
+static const long SEIZE_OPTIONS = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+
+static void thread_free(struct tthread *thread)
+{
+        if (!thread)
+                return;
+        proc_thread_files__close(&thread->files);
+        capture__release(&thread->capture);
+        free(thread->last_stack.pcs);
+        free(thread);
+}
+
+static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_options *options)
+{
+        struct tthread *thread = calloc(1, sizeof(*thread));
+
+        if (!thread)
+                return NULL;
+        thread->tid = tid;
+        thread->files = (struct proc_thread_files){-1, -1, -1, -1};
+        thread->last_stack.pcs = calloc(options->max_depth, sizeof(uint64_t));
+        if (!thread->last_stack.pcs || capture__init(&thread->capture, options->stack_bytes) < 0 ||
+            proc_thread_files__open(&thread->files, pid, tid) < 0) {
+                thread_free(thread);
+                return NULL;
+        }
+        if (!proc_thread__comm(&thread->files, thread->name))
+                snprintf(thread->name, sizeof(thread->name), "%d", (int)tid);
+        return thread;
+}
+
+struct tthread *target__find_thread(struct target *target, pid_t tid)
+{
+        for (size_t i = 0; i < target->n_threads; i++)
+                if (target->threads[i]->tid == tid)
+                        return target->threads[i];
+        return NULL;
+}
+
+struct tthread *target__add_thread(struct target *target, pid_t tid)
+{
+        struct tthread *thread = target__find_thread(target, tid);
+
+        if (thread)
+                return thread;
+        if (target->n_threads >= TARGET_MAX_THREADS)
+                return NULL;
+        if (target->n_threads == target->threads_capacity) {
+                size_t capacity = target->threads_capacity ? target->threads_capacity * 2 : 16;
+                struct tthread **grown = realloc(target->threads, capacity * sizeof(*grown));
+                if (!grown)
+                        return NULL;
+                target->threads = grown;
+                target->threads_capacity = capacity;
+        }
+        thread = thread_new(target->pid, tid, &target->options);
+        if (!thread)
+                return NULL;
+        target->threads[target->n_threads++] = thread;
+        return thread;
+}
+
+void target__remove_thread(struct target *target, pid_t tid)
+{
+        for (size_t i = 0; i < target->n_threads; i++) {
+                if (target->threads[i]->tid != tid)
+                        continue;
+                thread_free(target->threads[i]);
+                target->threads[i] = target->threads[--target->n_threads];
+                return;
+        }
+}
+
+void target__reset_after_exec(struct target *target)
+{
+        while (target->n_threads > 0) {
+                struct tthread *thread = target->threads[--target->n_threads];
+                thread_free(thread);
+        }
+        target->execed = true;
+        if (!target__add_thread(target, target->pid))
+                target->gone = true;
+}
+
+void target__free(struct target *target)
+{
+        if (!target)
+                return;
+        for (size_t i = 0; i < target->n_threads; i++)
+                thread_free(target->threads[i]);
+        free(target->threads);
+        free(target);
+}
+
+/* Seizes one thread.  1: newly seized, 0: already ours or gone, <0: error. */
+static int seize_thread(pid_t tid)
+{
+        if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)SEIZE_OPTIONS) == 0)
+                return 1;
+        if (errno == ESRCH)
+                return 0;
+        if (errno == EPERM && target_check__tracer_of(tid) == gettid())
+                return 0;
+        return -errno;
+}
+
+/* One pass over /proc/PID/task.  Returns how many threads were new. */
+static int attach_pass(struct target *target, char *why, size_t why_size)
+{
+        char path[64];
+        struct dirent *entry;
+        int added = 0;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)target->pid);
+        dir = opendir(path);
+        if (!dir) {
+                snprintf(why, why_size, "PID %d: no such process", (int)target->pid);
+                return -ESRCH;
+        }
+        while ((entry = readdir(dir))) {
+                pid_t tid = (pid_t)strtol(entry->d_name, NULL, 10);
+                int r;
+                if (tid <= 0 || target__find_thread(target, tid))
+                        continue;
+                r = seize_thread(tid);
+                if (r < 0) {
+                        snprintf(why, why_size, "PID %d: cannot trace thread %d: %s%s",
+                                 (int)target->pid, (int)tid, strerror(-r),
+                                 r == -EPERM ? " (permission denied: run as root or with "
+                                               "CAP_SYS_PTRACE, see ptrace_scope)"
+                                             : "");
+                        closedir(dir);
+                        return r;
+                }
+                if (target__add_thread(target, tid))
+                        added++;
+        }
+        closedir(dir);
+        return added;
+}
+
+int target__attach(pid_t pid, const struct target_options *options, struct target **out,
+                   char *why, size_t why_size)
+{
+        struct target *target = calloc(1, sizeof(*target));
+        int r = 0;
+
+        if (!target)
+                return -ENOMEM;
+        target->pid = pid;
+        target->options = *options;
+        for (int pass = 0; pass < ATTACH_MAX_PASSES; pass++) {
+                r = attach_pass(target, why, why_size);
+                if (r <= 0)
+                        break;
+        }
+        if (r < 0 || target->n_threads == 0) {
+                target__free(target);
+                if (r == 0) {
+                        snprintf(why, why_size, "PID %d: no such process", (int)pid);
+                        r = -ESRCH;
+                }
+                return r;
+        }
+        struct tthread *leader = target__find_thread(target, pid);
+        snprintf(target->comm, sizeof(target->comm), "%s", leader ? leader->name : "?");
+        *out = target;
+        return 0;
+}

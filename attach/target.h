@@ -1,0 +1,80 @@
+/* target.h — one profiled process and its threads, as the tracer sees them.
+ *
+ * Every thread is seized once (PTRACE_SEIZE, never PTRACE_ATTACH or
+ * SIGSTOP) with PTRACE_O_TRACECLONE, so threads the target creates later
+ * are attached by the kernel, and PTRACE_O_TRACEEXEC.  Detaching is left
+ * to the kernel: when the tracer thread exits, every tracee is released
+ * without a stop, so a thread blocked in epoll_wait never sees EINTR (an
+ * explicit PTRACE_DETACH would need the thread stopped first).
+ *
+ * Per-thread memory (the stack copy buffer, the last unwound stack) is
+ * allocated when the thread is added, so sampling never allocates. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/capture.h"
+#include "attach/proc_thread.h"
+
+struct target_options {
+        size_t stack_bytes; /* per-thread stack copy size */
+        size_t max_depth;   /* frames kept per stack */
+};
+
+/* The last unwound stack of a thread, reused while it stays idle. */
+struct thread_stack {
+        size_t n_pcs;
+        bool truncated;
+        uint64_t *pcs; /* max_depth entries; lookup addresses, leaf first */
+};
+
+struct tthread {
+        pid_t tid;
+        struct proc_thread_files files;
+        bool interrupt_pending;   /* PTRACE_INTERRUPT sent, stop not seen yet */
+        bool group_stopped;       /* in group-stop, held with PTRACE_LISTEN */
+        uint64_t interrupt_ns;    /* CLOCK_MONOTONIC when interrupted */
+        uint64_t last_pause_ns;   /* interrupt to resume, of the last stop */
+        bool captured;            /* `capture` holds this tick's sample */
+        bool blocked_candidate;   /* sampler: looked blocked this tick */
+        bool reuse_last_stack;    /* sampler: idle, record last_stack again */
+        char name[16];
+        struct capture capture;
+        /* Idle detection for blocked threads. */
+        bool idle_key_valid;
+        struct blocked_point idle_point;
+        uint64_t idle_run_count;
+        struct thread_stack last_stack;
+        bool last_stack_valid;
+};
+
+struct target {
+        pid_t pid;
+        char comm[16];
+        bool gone;
+        bool execed; /* the mappings must be re-read */
+        struct target_options options;
+        void *owner; /* the sampler's per-target state, not owned here */
+        size_t n_threads, threads_capacity;
+        struct tthread **threads;
+};
+
+/* Seizes every thread of `pid`.  On failure returns -errno and writes a
+ * one-line reason into `why`; threads already seized are released when the
+ * tracer thread exits. */
+int target__attach(pid_t pid, const struct target_options *options, struct target **out,
+                   char *why, size_t why_size);
+void target__free(struct target *target);
+
+struct tthread *target__find_thread(struct target *target, pid_t tid);
+
+/* Registers a thread the kernel attached for us (clone).  NULL on ENOMEM or
+ * when the thread is already gone. */
+struct tthread *target__add_thread(struct target *target, pid_t tid);
+void target__remove_thread(struct target *target, pid_t tid);
+
+/* After exec only the leader survives; its /proc files are reopened. */
+void target__reset_after_exec(struct target *target);

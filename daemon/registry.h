@@ -1,0 +1,45 @@
+/* registry.h — the one piece of run-wide state, handed down by pointer:
+ * config, targets, caches, the profile being built and the counters.
+ *
+ * Ownership by thread: the tracer thread owns everything below `tracer
+ * only` until it exits; the main thread reads it only after joining. */
+#pragma once
+
+#include <stdint.h>
+
+#include "attach/ptrace_events.h"
+#include "attach/target_set.h"
+#include "daemon/config.h"
+#include "daemon/run_stats.h"
+#include "profile/sample_recorder.h"
+
+struct symbolizer;
+struct profile_builder;
+struct address_space;
+struct native_unwinder;
+
+/* Per-target sampler state, hung on target->owner. */
+struct profiled_target {
+        struct address_space *space;
+        struct native_unwinder *unwinder;
+        uint64_t last_refresh_ns;
+};
+
+struct registry {
+        struct profd_config config;
+        int stop_fd;     /* eventfd: main asks the tracer to stop */
+        int done_fd;     /* eventfd: the tracer is attached (1) or finished (2) */
+        int attach_error;           /* 0, or -errno of the first failed attach */
+        int attach_exit_code;       /* exit status to use for attach_error */
+        char attach_why[256];
+        /* tracer only */
+        int sigchld_fd;
+        struct target_set targets;
+        struct symbolizer *symbolizer;
+        struct profile_builder *builder;
+        struct sample_recorder recorder;
+        struct run_stats stats;
+        struct ptrace_event_counts events;
+        uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+        uint64_t start_realtime_ns;
+};

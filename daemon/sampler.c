@@ -1,0 +1,297 @@
+/* sampler.c — one tick: stop only the threads that must be stopped, for as
+ * short a time as possible, then do the slow work.
+ *
+ *   1. For each thread, read its state from /proc just before acting:
+ *      running ('R') threads are interrupted at once; sleeping ('S'/'D')
+ *      threads are noted; stopped threads are left alone.
+ *   2. Wait for the interrupted threads' stops.  Each one is captured
+ *      (registers + stack copy) and resumed inside the event handler.
+ *   3. Blocked threads are sampled without a stop: SP/PC from
+ *      /proc/.../syscall, a stack copy, then a re-check that the thread is
+ *      still blocked at the same point and has not run (else: skipped).
+ *      A thread still idle since its last sample reuses its last stack.
+ *   4. With every thread running again: unwind, symbolize, record. */
+#include "daemon/sampler.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "export/profile_builder.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/native_unwinder.h"
+#include "util/log.h"
+
+#define STOP_WAIT_NS       (200ull * 1000 * 1000)
+#define MAPS_REFRESH_NS    (1000ull * 1000 * 1000)
+#define NAME_REFRESH_TICKS 16
+
+static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
+{
+        thread->captured = capture__from_stopped(&thread->capture, target->pid, thread->tid) == 0;
+}
+
+static void on_target_changed(void *arg, struct target *target)
+{
+        struct registry *registry = arg;
+
+        if (target->gone)
+                log_info("PID %d exited", (int)target->pid);
+        else if (target->execed)
+                log_info("PID %d executed a new program", (int)target->pid);
+        (void)registry;
+}
+
+const struct ptrace_event_handlers sampler_event_handlers = {
+    .on_interrupt_stop = on_interrupt_stop,
+    .on_target_changed = on_target_changed,
+};
+
+void sampler__handle_events(struct registry *registry, uint64_t timeout_ns)
+{
+        struct pollfd pfd = {.fd = registry->sigchld_fd, .events = POLLIN};
+        struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
+                                   .tv_nsec = (long)(timeout_ns % 1000000000u)};
+        struct signalfd_siginfo info;
+
+        if (timeout_ns && ppoll(&pfd, 1, &timeout, NULL) > 0)
+                while (read(registry->sigchld_fd, &info, sizeof(info)) == sizeof(info))
+                        ;
+        (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                   &registry->events);
+}
+
+int sampler__prepare_target(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled = calloc(1, sizeof(*profiled));
+
+        if (!profiled)
+                return -ENOMEM;
+        profiled->space = address_space__new(registry->symbolizer, target->pid);
+        if (profiled->space)
+                profiled->unwinder = native_unwinder__new(profiled->space, target->pid);
+        if (!profiled->unwinder)
+                log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
+                            (int)target->pid);
+        profiled->last_refresh_ns = monotonic_ns();
+        target->owner = profiled;
+        return 0;
+}
+
+void sampler__release_target(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (!profiled)
+                return;
+        native_unwinder__free(profiled->unwinder);
+        address_space__free(profiled->space);
+        free(profiled);
+        target->owner = NULL;
+}
+
+/* Phase 1. */
+static size_t interrupt_running_threads(struct registry *registry)
+{
+        size_t pending = 0;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        thread->captured = thread->blocked_candidate = false;
+                        thread->reuse_last_stack = false;
+                        if (thread->group_stopped || thread->interrupt_pending)
+                                continue;
+                        char state = proc_thread__state(&thread->files);
+                        if (state == 'R') {
+                                if (ptrace_events__interrupt(thread) == 0)
+                                        pending++;
+                                else
+                                        registry->stats.skipped++;
+                        } else if (state == 'S' || state == 'D') {
+                                thread->blocked_candidate = true;
+                        }
+                }
+        }
+        return pending;
+}
+
+static size_t count_pending(const struct registry *registry)
+{
+        size_t pending = 0;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                const struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++)
+                        pending += target->threads[i]->interrupt_pending;
+        }
+        return pending;
+}
+
+/* Phase 2. */
+static void wait_for_stops(struct registry *registry, size_t pending)
+{
+        uint64_t deadline = monotonic_ns() + STOP_WAIT_NS;
+
+        sampler__handle_events(registry, 0);
+        while (pending && (pending = count_pending(registry)) > 0) {
+                uint64_t now = monotonic_ns();
+                if (now >= deadline) {
+                        /* Stuck in uninterruptible sleep: it is resumed
+                         * when its stop finally arrives. */
+                        registry->stats.skipped += pending;
+                        return;
+                }
+                sampler__handle_events(registry, deadline - now);
+        }
+}
+
+static bool same_point(const struct blocked_point *a, const struct blocked_point *b)
+{
+        return a->syscall_nr == b->syscall_nr && a->sp == b->sp && a->pc == b->pc;
+}
+
+/* Phase 3, for one thread. */
+static void sample_blocked(struct registry *registry, struct target *target,
+                           struct tthread *thread)
+{
+        struct blocked_point before, after;
+        uint64_t runs_before = UINT64_MAX, runs_after = UINT64_MAX - 1;
+
+        if (proc_thread__syscall(&thread->files, &before) != PROC_SYSCALL_BLOCKED) {
+                registry->stats.skipped++;
+                return;
+        }
+        bool counted = proc_thread__run_count(&thread->files, target->pid, thread->tid,
+                                              &runs_before);
+        if (counted && thread->idle_key_valid && thread->last_stack_valid &&
+            same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
+                thread->reuse_last_stack = true;
+                return;
+        }
+        if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0 ||
+            proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
+            !same_point(&before, &after) ||
+            !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after) ||
+            runs_after != runs_before) {
+                registry->stats.skipped++;
+                return;
+        }
+        thread->captured = true;
+        thread->idle_point = before;
+        thread->idle_run_count = runs_before;
+}
+
+static void sample_blocked_threads(struct registry *registry)
+{
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++)
+                        if (target->threads[i]->blocked_candidate)
+                                sample_blocked(registry, target, target->threads[i]);
+        }
+}
+
+static void refresh_address_space(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+        uint64_t now = monotonic_ns();
+
+        if (!profiled->space)
+                return;
+        if (!target->execed && now - profiled->last_refresh_ns < MAPS_REFRESH_NS)
+                return;
+        target->execed = false;
+        profiled->last_refresh_ns = now;
+        (void)address_space__refresh(profiled->space);
+}
+
+static void unwind_capture(struct target *target, struct tthread *thread)
+{
+        struct profiled_target *profiled = target->owner;
+        struct thread_stack *stack = &thread->last_stack;
+
+        stack->n_pcs = 0;
+        stack->truncated = true;
+        if (profiled->unwinder)
+                native_unwinder__unwind(profiled->unwinder, &thread->capture, stack,
+                                        target->options.max_depth);
+        if (stack->n_pcs == 0) {
+                /* At least the leaf: a partial frame beats a lost sample. */
+                stack->pcs[0] = thread->capture.regs.rip;
+                stack->n_pcs = 1;
+                stack->truncated = true;
+        }
+        thread->last_stack_valid = true;
+        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED;
+}
+
+static void record_thread(struct registry *registry, struct target *target,
+                          struct tthread *thread, uint64_t tick_realtime_ns)
+{
+        struct profiled_target *profiled = target->owner;
+        bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
+        struct sample_record record = {
+            .pid = target->pid,
+            .tid = thread->tid,
+            .thread_name = thread->name,
+            .thread_state = stopped ? "running" : "blocked",
+            .time_ns = tick_realtime_ns,
+            .stack = &thread->last_stack,
+        };
+
+        if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
+                (void)proc_thread__comm(&thread->files, thread->name);
+        if (thread->captured)
+                unwind_capture(target, thread);
+        if (sample_recorder__record(&registry->recorder, profiled->space, &record) < 0) {
+                registry->stats.errors++;
+                return;
+        }
+        registry->stats.samples++;
+        if (stopped) {
+                registry->stats.samples_stopped++;
+                run_stats__add_pause(&registry->stats, thread->last_pause_ns);
+        } else if (thread->captured) {
+                registry->stats.samples_blocked++;
+        } else {
+                registry->stats.samples_reused++;
+        }
+}
+
+/* Phase 4. */
+static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
+{
+        uint64_t begin = monotonic_ns();
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                if (target->gone || !target->owner)
+                        continue;
+                refresh_address_space(target);
+                if (target->n_threads > registry->stats.max_threads)
+                        registry->stats.max_threads = target->n_threads;
+                for (size_t i = 0; i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (thread->captured || thread->reuse_last_stack)
+                                record_thread(registry, target, thread, tick_realtime_ns);
+                }
+        }
+        registry->stats.unwind_ns += monotonic_ns() - begin;
+}
+
+void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
+{
+        size_t pending;
+
+        registry->stats.ticks++;
+        pending = interrupt_running_threads(registry);
+        wait_for_stops(registry, pending);
+        sample_blocked_threads(registry);
+        record_samples(registry, tick_realtime_ns);
+}

@@ -1,0 +1,18 @@
+/* sampler.h — one sampling tick over every live target. */
+#pragma once
+
+#include "daemon/registry.h"
+
+/* The ptrace event callbacks the sampler needs (capture on our stops). */
+extern const struct ptrace_event_handlers sampler_event_handlers;
+
+/* Interrupts the running threads, waits for their stops, samples the
+ * blocked ones without stopping them, then unwinds and records. */
+void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns);
+
+/* Sets up symbolization and unwinding for a freshly attached target. */
+int sampler__prepare_target(struct registry *registry, struct target *target);
+void sampler__release_target(struct target *target);
+
+/* Waits up to `timeout_ns` for SIGCHLD and handles all ptrace events. */
+void sampler__handle_events(struct registry *registry, uint64_t timeout_ns);

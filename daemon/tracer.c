@@ -1,0 +1,178 @@
+/* tracer.c — see tracer.h.
+ *
+ * The loop sleeps in poll() on three descriptors: a timerfd for the next
+ * tick, a signalfd for SIGCHLD (ptrace events), and the stop eventfd.  Tick
+ * times are jittered by up to ±10% around a fixed grid, so that periodic
+ * work in the target cannot alias with our sampling, while the average
+ * rate stays exact.
+ *
+ * Why detach by exiting: PTRACE_DETACH needs the tracee in a ptrace-stop,
+ * and stopping a thread blocked in epoll_wait makes that call fail with
+ * EINTR.  When the tracer thread exits, the kernel unlinks every tracee
+ * without stopping it (a group-stopped one stays stopped). */
+#include "daemon/tracer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/target_check.h"
+#include "daemon/sampler.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define EXIT_TARGET_ERROR 3
+
+static void notify_main(struct registry *registry, uint64_t value)
+{
+        (void)!write(registry->done_fd, &value, sizeof(value));
+}
+
+static int fail_attach(struct registry *registry, int error, int exit_code)
+{
+        registry->attach_error = error;
+        registry->attach_exit_code = exit_code;
+        return error;
+}
+
+static int attach_one(struct registry *registry, pid_t pid)
+{
+        struct target_options options = {
+            .stack_bytes = registry->config.stack_bytes,
+            .max_depth = registry->config.max_depth,
+        };
+        struct target *target = NULL;
+        int r;
+
+        if (target_check(pid, registry->attach_why, sizeof(registry->attach_why)) != TARGET_OK)
+                return fail_attach(registry, -EINVAL, EXIT_TARGET_ERROR);
+        r = target__attach(pid, &options, &target, registry->attach_why,
+                           sizeof(registry->attach_why));
+        if (r < 0)
+                return fail_attach(registry, r, EXIT_TARGET_ERROR);
+        if (target_set__add(&registry->targets, target) < 0) {
+                target__free(target);
+                return fail_attach(registry, -ENOMEM, 1);
+        }
+        log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm,
+                 target->n_threads);
+        return sampler__prepare_target(registry, target);
+}
+
+static int attach_all(struct registry *registry)
+{
+        for (size_t i = 0; i < registry->config.n_pids; i++) {
+                int r = attach_one(registry, registry->config.pids[i]);
+                if (r < 0)
+                        return r;
+                /* New threads' first stops: resume them promptly. */
+                sampler__handle_events(registry, 0);
+        }
+        return 0;
+}
+
+static uint64_t jittered(uint64_t interval_ns, unsigned int *seed)
+{
+        uint64_t spread = interval_ns / 5;
+
+        if (spread == 0)
+                return 0;
+        return (uint64_t)rand_r(seed) % spread;
+}
+
+/* Arms the timer for grid point `tick` (1-based), jittered. */
+static void arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uint64_t tick,
+                      unsigned int *seed)
+{
+        uint64_t at = start_ns + tick * interval_ns - interval_ns / 10 + jittered(interval_ns, seed);
+        struct itimerspec spec = {
+            .it_value = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)},
+        };
+
+        timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, NULL);
+}
+
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool duration_over(const struct registry *registry, uint64_t now)
+{
+        double limit = registry->config.duration_s;
+
+        return limit > 0 && (double)(now - registry->start_ns) >= limit * 1e9;
+}
+
+static void run_loop(struct registry *registry, int timer_fd)
+{
+        uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
+        unsigned int seed = (unsigned int)registry->start_ns;
+        struct pollfd fds[3] = {
+            {.fd = timer_fd, .events = POLLIN},
+            {.fd = registry->sigchld_fd, .events = POLLIN},
+            {.fd = registry->stop_fd, .events = POLLIN},
+        };
+
+        arm_timer(timer_fd, registry->start_ns, interval_ns, tick, &seed);
+        while (target_set__live_count(&registry->targets) > 0) {
+                /* Wake at least every 100 ms to honour --duration. */
+                if (poll(fds, 3, 100) < 0 && errno != EINTR)
+                        break;
+                if (fds[2].revents & POLLIN)
+                        break;
+                if (fds[1].revents & POLLIN)
+                        sampler__handle_events(registry, 1);
+                if (duration_over(registry, monotonic_ns()))
+                        break;
+                if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
+                        sampler__tick(registry, realtime_ns());
+                        /* Catch up without bursts if a tick overran. */
+                        uint64_t due = (monotonic_ns() - registry->start_ns) / interval_ns + 1;
+                        tick = due > tick ? due : tick + 1;
+                        arm_timer(timer_fd, registry->start_ns, interval_ns, tick, &seed);
+                }
+        }
+}
+
+static int open_sigchld_fd(void)
+{
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+void *tracer__main(void *arg)
+{
+        struct registry *registry = arg;
+        _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+
+        registry->sigchld_fd = open_sigchld_fd();
+        if (timer_fd < 0 || registry->sigchld_fd < 0) {
+                snprintf(registry->attach_why, sizeof(registry->attach_why),
+                         "cannot create timer or signal descriptors: %s", strerror(errno));
+                fail_attach(registry, -errno, 1);
+        } else if (attach_all(registry) == 0) {
+                notify_main(registry, 1);
+                registry->start_ns = monotonic_ns();
+                registry->start_realtime_ns = realtime_ns();
+                run_loop(registry, timer_fd);
+                registry->end_ns = monotonic_ns();
+        }
+        /* Leave no signal unforwarded and no new thread unresumed. */
+        sampler__handle_events(registry, 0);
+        notify_main(registry, 2);
+        return NULL;
+}

@@ -1,0 +1,93 @@
+/* sample_recorder.c — see sample_recorder.h.
+ *
+ * Labels follow Splunk's pprof conventions (numeric thread.os.id,
+ * source.event.time in ms, source.event.period in ms, string
+ * thread.stack.truncated = "true" when the stack is incomplete), plus
+ * thread.state and process.pid, which pprof tools can filter on. */
+#include "profile/sample_recorder.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/profile_builder.h"
+#include "symbolize/symbolizer.h"
+#include "util/cleanup.h"
+
+#define RECORD_MAX_FRAMES 4096
+
+static uint64_t mapping_id(struct sample_recorder *recorder, const struct mapped_file *file)
+{
+        struct pb_mapping mapping;
+
+        if (!file)
+                return 0;
+        if (file == recorder->last_mapping)
+                return recorder->last_mapping_id;
+        mapping = (struct pb_mapping){
+            .start = file->start,
+            .limit = file->limit,
+            .offset = file->offset,
+            .filename = file->path,
+            .build_id = file->build_id_hex,
+            .has_functions = true,
+            .has_filenames = file->has_debug_info,
+            .has_line_numbers = file->has_debug_info,
+            .has_inline_frames = file->has_debug_info,
+        };
+        recorder->last_mapping = file;
+        recorder->last_mapping_id = profile_builder__mapping(recorder->builder, &mapping);
+        return recorder->last_mapping_id;
+}
+
+static uint64_t location_id(struct sample_recorder *recorder, struct address_space *space,
+                            uint64_t address)
+{
+        struct symbolized_pc symbolized;
+        struct pb_line lines[SYMBOL_MAX_INLINE];
+        char unknown[32];
+
+        address_space__symbolize(space, address, &symbolized);
+        for (size_t i = 0; i < symbolized.n_lines; i++) {
+                const struct symbol_line *line = &symbolized.lines[i];
+                lines[i] = (struct pb_line){
+                    .function = line->function,
+                    .filename = line->file,
+                    .line = line->line > 0 ? line->line : -1,
+                };
+        }
+        if (symbolized.n_lines == 1 && !*lines[0].function) {
+                /* Keep unknown frames distinguishable, as pprof tools do. */
+                snprintf(unknown, sizeof(unknown), "0x%llx", (unsigned long long)address);
+                lines[0].function = unknown;
+        }
+        return profile_builder__location(recorder->builder,
+                                         mapping_id(recorder, symbolized.mapping), address, lines,
+                                         symbolized.n_lines);
+}
+
+int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
+                            const struct sample_record *record)
+{
+        const struct thread_stack *stack = record->stack;
+        size_t n = stack->n_pcs < RECORD_MAX_FRAMES ? stack->n_pcs : RECORD_MAX_FRAMES;
+        _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+        int64_t one = 1;
+        struct pb_label labels[] = {
+            {.key = "source.event.time", .num = (int64_t)(record->time_ns / 1000000u)},
+            {.key = "source.event.period", .num = recorder->period_ms},
+            {.key = "thread.os.id", .num = record->tid},
+            {.key = "thread.name", .str = record->thread_name},
+            {.key = "thread.state", .str = record->thread_state},
+            {.key = "process.pid", .num = record->pid},
+            {.key = "thread.stack.truncated", .str = "true"},
+        };
+        size_t n_labels = ARRAY_SIZE(labels) - !(stack->truncated || n < stack->n_pcs);
+
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                ids[i] = location_id(recorder, space, stack->pcs[i]);
+        return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
+}

@@ -1,0 +1,34 @@
+/* sample_recorder.h — turns one unwound thread stack into one pprof Sample:
+ * symbolizes each address (through the build-id keyed caches), interns
+ * mappings, functions and locations in the profile builder, and attaches
+ * the per-sample labels Splunk's profilers use. */
+#pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/target.h"
+
+struct address_space;
+struct profile_builder;
+
+struct sample_record {
+        pid_t pid;
+        pid_t tid;
+        const char *thread_name;
+        const char *thread_state; /* "running" or "blocked" */
+        uint64_t time_ns;         /* CLOCK_REALTIME */
+        const struct thread_stack *stack;
+};
+
+struct sample_recorder {
+        struct profile_builder *builder;
+        int64_t period_ms;
+        /* One-entry cache: consecutive frames are mostly in one mapping. */
+        const void *last_mapping;
+        uint64_t last_mapping_id;
+};
+
+/* Returns 0 or -ENOMEM. */
+int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
+                            const struct sample_record *record);

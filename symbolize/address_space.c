@@ -1,0 +1,310 @@
+/* address_space.c — one target process as libdwfl and the exporter see it.
+ *
+ * The unwinder needs a Dwfl with one module per mapped ELF file (for CFI),
+ * the symbolizer needs the module and load bias of an address, and the
+ * exporter needs the pprof mapping of an address.  All three derive from
+ * /proc/PID/maps, which changes only on dlopen/dlclose/exec, while samples
+ * arrive constantly.  So refresh re-reads the maps text (cheap) and only
+ * when it differs from the last one reports modules again, inside
+ * dwfl_report_begin/dwfl_report_end on the same Dwfl: the unwinder has
+ * attached thread state to that Dwfl, so it is never replaced, and modules
+ * of files that did not move are kept with everything libdwfl loaded.
+ *
+ * Consecutive mappings of one file (same device, inode and path) form one
+ * module; files without an executable mapping are skipped.  Our own module
+ * and mapping arrays are sorted, so address lookups are binary searches,
+ * and mapped_file objects are interned in the symbolizer so pointers handed
+ * out survive refreshes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/module_report.h"
+#include "symbolize/proc_maps.h"
+#include "symbolize/symbolizer_internal.h"
+#include "symbolize/target_file.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+/* What one report produces; replaces the space's arrays when done. */
+struct layout {
+        struct module *modules;
+        size_t n_modules, cap_modules;
+        struct mapped_file **mappings;
+        size_t n_mappings, cap_mappings;
+};
+
+static int array__reserve(void **array, size_t *cap, size_t n, size_t size)
+{
+        size_t new_cap;
+        void *p;
+
+        if (n < *cap)
+                return 0;
+        new_cap = *cap ? *cap * 2 : 32;
+        p = reallocarray(*array, new_cap, size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *cap = new_cap;
+        return 0;
+}
+
+/* libdwfl calls this only for a module whose ELF it does not have yet; ours
+ * all come with their ELF, but should it ask, look inside the target's root
+ * rather than at the host path. */
+static int address_space__find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+                                   Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+        struct address_space *space = *userdata;
+        int fd;
+
+        *elfp = NULL;
+        if (!space || !modname || modname[0] != '/')
+                return -1;
+        fd = target_file__open_in_root(space->pid, modname);
+        return fd < 0 ? -1 : fd;
+}
+
+static const struct module *layout__old_module(const struct address_space *space,
+                                               const struct module *probe)
+{
+        size_t lo = 0, hi = space->n_modules;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (space->modules[mid].start < probe->start)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo < space->n_modules && module__same(&space->modules[lo], probe))
+                return &space->modules[lo];
+        return NULL;
+}
+
+static int layout__add_mapping(struct address_space *space, struct layout *l,
+                               const struct proc_map *map, const struct module *m)
+{
+        struct mapped_file tmpl = {
+                .start = map->start,
+                .limit = map->limit,
+                .offset = map->offset,
+                .path = m->name,
+                .build_id_hex = m->file ? m->file->build_id_hex : "",
+                .has_debug_info = m->file && m->file->has_debug_info,
+        };
+        struct mapped_file *mf;
+
+        if (array__reserve((void **)&l->mappings, &l->cap_mappings, l->n_mappings,
+                           sizeof(*l->mappings)) < 0)
+                return -ENOMEM;
+        mf = mapping_pool__intern(&space->symbolizer->mappings, &tmpl);
+        if (!mf)
+                return -ENOMEM;
+        mf->has_debug_info |= tmpl.has_debug_info;
+        l->mappings[l->n_mappings++] = mf;
+        return 0;
+}
+
+static int layout__add_group(struct address_space *space, struct layout *l,
+                             const struct proc_map *maps, size_t n)
+{
+        struct module probe, *m;
+        const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
+
+        if (!name || array__reserve((void **)&l->modules, &l->cap_modules, l->n_modules,
+                                    sizeof(*l->modules)) < 0)
+                return -ENOMEM;
+        probe = (struct module){.name = name, .start = maps[0].start, .inode = maps[0].inode,
+                                .dev_major = maps[0].dev_major, .dev_minor = maps[0].dev_minor,
+                                .first_offset = maps[0].offset};
+        m = &l->modules[l->n_modules++];
+        module__report(space, maps, n, layout__old_module(space, &probe), m);
+        for (size_t i = 0; i < n; i++) {
+                if (maps[i].executable && layout__add_mapping(space, l, &maps[i], m) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static bool proc_map__same_file(const struct proc_map *a, const struct proc_map *b)
+{
+        return a->inode == b->inode && a->dev_major == b->dev_major &&
+               a->dev_minor == b->dev_minor && b->offset >= a->offset && b->start >= a->limit &&
+               strcmp(a->path, b->path) == 0;
+}
+
+/* Length of the group of mappings of one file starting at maps[0]. */
+static size_t group__length(const struct proc_map *maps, size_t n, bool *executable)
+{
+        size_t len = 1;
+
+        *executable = maps[0].executable;
+        while (len < n && proc_map__same_file(&maps[len - 1], &maps[len])) {
+                *executable |= maps[len].executable;
+                len++;
+        }
+        return len;
+}
+
+static bool proc_map__is_file(const struct proc_map *m)
+{
+        return m->path[0] == '/' && m->inode != 0;
+}
+
+static int layout__build(struct address_space *space, const struct proc_maps *maps,
+                         struct layout *l)
+{
+        for (size_t i = 0; i < maps->n;) {
+                bool executable;
+                size_t len = group__length(&maps->maps[i], maps->n - i, &executable);
+
+                if (proc_map__is_file(&maps->maps[i]) && executable &&
+                    layout__add_group(space, l, &maps->maps[i], len) < 0)
+                        return -ENOMEM;
+                i += len;
+        }
+        return 0;
+}
+
+/* Reports maps to the Dwfl and installs the result.  Even on failure the
+ * report session is completed and what was reported is installed, so our
+ * arrays always match the Dwfl's modules. */
+static int address_space__report(struct address_space *space, const struct proc_maps *maps)
+{
+        struct layout l = {0};
+        int r;
+
+        dwfl_report_begin(space->dwfl);
+        r = layout__build(space, maps, &l);
+        if (dwfl_report_end(space->dwfl, NULL, NULL) != 0)
+                log_warning("pid %d: dwfl_report_end: %s", (int)space->pid, dwfl_errmsg(-1));
+        free(space->modules);
+        free(space->mappings);
+        space->modules = l.modules;
+        space->n_modules = l.n_modules;
+        space->mappings = l.mappings;
+        space->n_mappings = l.n_mappings;
+        return r;
+}
+
+int address_space__refresh(struct address_space *space)
+{
+        _cleanup_free_ char *text = NULL;
+        struct proc_maps maps;
+        size_t len = 0;
+        int r;
+
+        r = proc_maps__read(space->pid, &text, &len);
+        if (r < 0)
+                return r;
+        if (space->maps_text && len == space->maps_len && memcmp(text, space->maps_text, len) == 0)
+                return 0;
+        r = proc_maps__parse(text, len, &maps);
+        if (r < 0)
+                return r;
+        r = address_space__report(space, &maps);
+        proc_maps__clear(&maps);
+        if (r < 0)
+                return r;
+        free(space->maps_text);
+        space->maps_text = take_ptr(text);
+        space->maps_len = len;
+        return 0;
+}
+
+struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid)
+{
+        struct address_space *space = calloc(1, sizeof(*space));
+        long page_size = sysconf(_SC_PAGESIZE);
+        int r;
+
+        if (!space)
+                return NULL;
+        space->symbolizer = symbolizer;
+        space->pid = pid;
+        space->page_size = page_size > 0 ? (uint64_t)page_size : 4096;
+        if (asprintf(&space->debuginfo_path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
+                     (int)pid) < 0) {
+                free(space);
+                errno = ENOMEM;
+                return NULL;
+        }
+        space->callbacks = (Dwfl_Callbacks){
+                .find_elf = address_space__find_elf,
+                .find_debuginfo = dwfl_standard_find_debuginfo,
+                .section_address = dwfl_offline_section_address,
+                .debuginfo_path = &space->debuginfo_path,
+        };
+        space->dwfl = dwfl_begin(&space->callbacks);
+        r = space->dwfl ? address_space__refresh(space) : -ENOMEM;
+        if (r < 0) {
+                address_space__free(space);
+                errno = -r;
+                return NULL;
+        }
+        return space;
+}
+
+void address_space__free(struct address_space *space)
+{
+        if (!space)
+                return;
+        if (space->dwfl)
+                dwfl_end(space->dwfl);
+        free(space->modules);
+        free(space->mappings);
+        free(space->maps_text);
+        free(space->debuginfo_path);
+        free(space);
+}
+
+Dwfl *address_space__dwfl(struct address_space *space)
+{
+        return space->dwfl;
+}
+
+struct module *address_space__module_at(struct address_space *space, uint64_t address)
+{
+        size_t lo = 0, hi = space->n_modules;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                struct module *m = &space->modules[mid];
+
+                if (address < m->start)
+                        hi = mid;
+                else if (address >= m->limit)
+                        lo = mid + 1;
+                else
+                        return m;
+        }
+        return NULL;
+}
+
+struct mapped_file *address_space__mapping_mut(struct address_space *space, uint64_t address)
+{
+        size_t lo = 0, hi = space->n_mappings;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                struct mapped_file *m = space->mappings[mid];
+
+                if (address < m->start)
+                        hi = mid;
+                else if (address >= m->limit)
+                        lo = mid + 1;
+                else
+                        return m;
+        }
+        return NULL;
+}
+
+const struct mapped_file *address_space__mapping_at(struct address_space *space, uint64_t address)
+{
+        return address_space__mapping_mut(space, address);
+}

@@ -1,0 +1,28 @@
+/* elf_file.h — process-independent identity of a mapped ELF file. */
+#pragma once
+
+#include <gelf.h>
+#include <stdbool.h>
+
+#include "symbolize/hashtab.h"
+#include "symbolize/string_pool.h"
+
+#define ELF_FILE_MAX_BUILD_ID 64 /* bytes; longer notes are ignored */
+
+struct elf_file {
+        struct hash_node node;
+        const char *key;          /* interned "b:<build-id>" or "f:<dev>:<ino>:<mtime>:<size>" */
+        const char *build_id_hex; /* interned lowercase hex, "" when none */
+        bool has_debug_info;      /* some lookup found line numbers in it */
+};
+
+struct elf_files {
+        struct hashtab tab;
+        struct string_pool *strings;
+};
+
+void elf_files__init(struct elf_files *files, struct string_pool *strings);
+void elf_files__clear(struct elf_files *files);
+/* The record for the file open as `elf` on `fd`, created on first sight.
+ * Returns NULL when out of memory or when the file cannot be identified. */
+struct elf_file *elf_files__get(struct elf_files *files, Elf *elf, int fd);

@@ -1,0 +1,17 @@
+/* module_report.h — reporting one mapped ELF file to the process's Dwfl. */
+#pragma once
+
+#include <stddef.h>
+
+#include "symbolize/proc_maps.h"
+#include "symbolize/symbolizer_internal.h"
+
+/* Reports the consecutive mappings maps[0..n) of one file as a module of
+ * space->dwfl (between dwfl_report_begin and dwfl_report_end) and describes
+ * it in *m.  `old` is the same file's record from the previous report, if
+ * any, whose libdwfl module is then kept as is.  When the file cannot be
+ * opened or does not match its mappings, m->dwfl_module is NULL. */
+void module__report(struct address_space *space, const struct proc_map *maps, size_t n,
+                    const struct module *old, struct module *m);
+/* Whether two records describe the same mapped file at the same place. */
+bool module__same(const struct module *a, const struct module *b);

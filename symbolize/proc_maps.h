@@ -1,0 +1,38 @@
+/* proc_maps.h — reading and parsing /proc/PID/maps. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROC_MAPS_MAX_ENTRIES  65536
+#define PROC_MAPS_MAX_LINE     (4096 + 256)
+#define PROC_MAPS_MAX_PATH     4096
+#define PROC_MAPS_MAX_TEXT     (32u << 20)
+#define PROC_MAPS_DELETED_MARK " (deleted)"
+
+struct proc_map {
+        uint64_t start;
+        uint64_t limit;
+        uint64_t offset;
+        uint64_t inode;
+        unsigned int dev_major;
+        unsigned int dev_minor;
+        bool executable;
+        bool deleted;     /* the path had the " (deleted)" suffix (stripped) */
+        const char *path; /* "" for anonymous; points into struct proc_maps */
+};
+
+struct proc_maps {
+        struct proc_map *maps;
+        size_t n;
+        char *text; /* NUL-separated copy of the lines the paths point into */
+};
+
+/* Reads the whole maps file into a malloc'd buffer (at most
+ * PROC_MAPS_MAX_TEXT bytes).  Returns 0 or -errno. */
+int proc_maps__read(pid_t pid, char **text, size_t *len);
+/* Parses maps text; malformed lines are skipped.  Returns 0 or -ENOMEM. */
+int proc_maps__parse(const char *text, size_t len, struct proc_maps *out);
+void proc_maps__clear(struct proc_maps *maps);

@@ -1,0 +1,91 @@
+/* symbolizer.c — the symbolizer object and address lookups.
+ *
+ * The symbolizer owns everything that is shared between processes: the
+ * string pool, the ELF file identities, the interned mappings and the
+ * (file, relative address) -> lines cache.  A lookup finds the address's
+ * module in the address space, turns the address into one relative to the
+ * module's load bias (the same in every process mapping that file), and
+ * asks the cache; only on a miss does it walk DWARF through the process's
+ * Dwfl (inline_chain).  Not thread-safe: one thread symbolizes. */
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbolize/inline_chain.h"
+#include "symbolize/symbolizer_internal.h"
+
+/* A per-symbolizer hash seed, so that hostile names cannot be chosen to
+ * collide in advance. */
+static uint64_t symbolizer__seed(void)
+{
+        uint64_t seed;
+        struct timespec ts;
+
+        if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed))
+                return seed;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid();
+}
+
+struct symbolizer *symbolizer__new(void)
+{
+        struct symbolizer *s = calloc(1, sizeof(*s));
+        uint64_t seed = symbolizer__seed();
+
+        if (!s)
+                return NULL;
+        elf_version(EV_CURRENT);
+        string_pool__init(&s->strings, seed);
+        elf_files__init(&s->files, &s->strings);
+        line_cache__init(&s->lines, seed, LINE_CACHE_MAX_ENTRIES);
+        mapping_pool__init(&s->mappings, seed);
+        return s;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+        if (!s)
+                return;
+        line_cache__clear(&s->lines);
+        mapping_pool__clear(&s->mappings);
+        elf_files__clear(&s->files);
+        string_pool__clear(&s->strings);
+        free(s);
+}
+
+static bool symbolized_pc__has_lines(const struct symbolized_pc *pc)
+{
+        for (size_t i = 0; i < pc->n_lines; i++)
+                if (pc->lines[i].line > 0)
+                        return true;
+        return false;
+}
+
+void address_space__symbolize(struct address_space *space, uint64_t address,
+                              struct symbolized_pc *out)
+{
+        struct symbolizer *s = space->symbolizer;
+        struct mapped_file *mapping = address_space__mapping_mut(space, address);
+        struct module *m = address_space__module_at(space, address);
+        uint64_t rel;
+
+        memset(out, 0, sizeof(*out));
+        out->address = address;
+        out->mapping = mapping;
+        out->n_lines = 1;
+        out->lines[0] = (struct symbol_line){.function = "", .file = "", .line = 0};
+        if (!m || !m->dwfl_module || !m->file)
+                return;
+        rel = address - m->bias;
+        if (!line_cache__lookup(&s->lines, m->file, rel, out)) {
+                inline_chain__resolve(m->dwfl_module, address, &s->strings, out);
+                line_cache__store(&s->lines, m->file, rel, out);
+                if (symbolized_pc__has_lines(out))
+                        m->file->has_debug_info = true;
+        }
+        if (mapping && m->file->has_debug_info)
+                mapping->has_debug_info = true;
+}

@@ -1,0 +1,83 @@
+/* symbolizer.h — turns code addresses of a target process into function,
+ * source file, line and inline chain, and gives the unwinder the CFI it
+ * needs.
+ *
+ * Two objects:
+ *   struct symbolizer     process-independent caches, keyed by ELF build-id
+ *                         (or by file identity when there is no build-id):
+ *                         opened ELF files, debuginfo, and resolved
+ *                         (build-id, file-relative address) -> lines.  A
+ *                         second process of the same binary costs no new
+ *                         DWARF parsing and no new lookups.
+ *   struct address_space  one per target process: its file mappings from
+ *                         /proc/PID/maps and a libdwfl Dwfl with one module
+ *                         per mapped ELF file, found through
+ *                         /proc/PID/map_files and /proc/PID/root so that
+ *                         containers and deleted binaries work.
+ *
+ * Everything read from the target (maps, ELF files) is untrusted: sizes are
+ * capped and failures degrade to "unknown", never to a crash.
+ *
+ * Strings handed out (function, file, path, build-id) are interned and stay
+ * valid until symbolizer__free(). */
+#pragma once
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SYMBOL_MAX_INLINE 8
+
+struct symbolizer;
+struct address_space;
+
+/* One file-backed executable mapping of the target, as pprof's Mapping. */
+struct mapped_file {
+        uint64_t start;           /* first address of the mapping */
+        uint64_t limit;           /* one past the last address */
+        uint64_t offset;          /* file offset of start */
+        const char *path;         /* path as the target sees it, "" if none */
+        const char *build_id_hex; /* lowercase hex GNU build-id, "" if none */
+        bool has_debug_info;      /* line numbers were found for this file */
+};
+
+/* One source position; the innermost inlined function comes first. */
+struct symbol_line {
+        const char *function; /* demangled name, "" when unknown */
+        const char *file;     /* source file, "" when unknown */
+        int64_t line;         /* 0 when unknown */
+};
+
+struct symbolized_pc {
+        uint64_t address;                  /* the address that was looked up */
+        const struct mapped_file *mapping; /* NULL when in no file mapping */
+        size_t n_lines;                    /* >= 1 */
+        struct symbol_line lines[SYMBOL_MAX_INLINE];
+};
+
+struct symbolizer *symbolizer__new(void);
+void symbolizer__free(struct symbolizer *symbolizer);
+
+/* Reads /proc/PID/maps and reports every mapped ELF file to a new Dwfl.
+ * Returns NULL (errno set) when the process is gone or unreadable. */
+struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid);
+void address_space__free(struct address_space *space);
+
+/* Re-reads /proc/PID/maps if it changed since the last call (dlopen, exec)
+ * and re-reports modules.  Cheap when nothing changed.  Returns 0 or -errno. */
+int address_space__refresh(struct address_space *space);
+
+/* The Dwfl holding this process's modules, for dwfl_attach_state() and
+ * dwfl_getthread_frames() by the unwinder.  Owned by the address space. */
+Dwfl *address_space__dwfl(struct address_space *space);
+
+/* Looks up a code address.  `address` is already adjusted by the caller for
+ * return addresses (pc - 1 for every frame but the innermost).  Never fails:
+ * unknown parts are "" / 0 and n_lines is at least 1.  Served from the
+ * build-id keyed cache after the first lookup. */
+void address_space__symbolize(struct address_space *space, uint64_t address,
+                              struct symbolized_pc *out);
+
+/* The mapping that holds `address`, or NULL. */
+const struct mapped_file *address_space__mapping_at(struct address_space *space, uint64_t address);

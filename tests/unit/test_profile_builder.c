@@ -1,0 +1,298 @@
+/* test_profile_builder.c — unit tests for export/: deduplication in the
+ * profile builder, the encoded Profile as protobuf-c reads it back, gzip
+ * round trips through zlib's inflate, and the atomic file writer. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "export/gzip.h"
+#include "export/profile_builder.h"
+#include "export/profile_file.h"
+#include "proto/profile.pb-c.h"
+#include "util/cleanup.h"
+
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+                        exit(1);                                                                   \
+                }                                                                                  \
+        } while (0)
+
+static void profilep(Perftools__Profiles__Profile **profile)
+{
+        if (*profile)
+                perftools__profiles__profile__free_unpacked(*profile, NULL);
+}
+
+static void builderp(struct profile_builder **builder)
+{
+        profile_builder__free(*builder);
+}
+
+#define _cleanup_profile_ _cleanup_(profilep)
+#define _cleanup_builder_ _cleanup_(builderp)
+
+static Perftools__Profiles__Profile *decode(struct profile_builder *builder)
+{
+        _cleanup_free_ uint8_t *data = NULL;
+        size_t len = 0;
+
+        CHECK(profile_builder__encode(builder, &data, &len) == 0);
+        return perftools__profiles__profile__unpack(NULL, len, data);
+}
+
+static const char *string_at(const Perftools__Profiles__Profile *p, int64_t index)
+{
+        CHECK(index >= 0 && (size_t)index < p->n_string_table);
+        return p->string_table[index];
+}
+
+static struct profile_builder *new_cpu_builder(void)
+{
+        struct profile_builder_options options = {
+            .n_sample_types = 2,
+            .sample_type = {"samples", "cpu"},
+            .sample_unit = {"count", "nanoseconds"},
+            .period_type = "cpu",
+            .period_unit = "nanoseconds",
+            .period = 10000000,
+            .time_nanos = 1700000000000000000,
+        };
+        struct profile_builder *builder = profile_builder__new(&options);
+
+        CHECK(builder);
+        return builder;
+}
+
+static void test_dedup(void)
+{
+        _cleanup_builder_ struct profile_builder *b = new_cpu_builder();
+        struct pb_mapping m = {0x400000, 0x500000, 0,   "/usr/bin/app", "abcd", true,
+                               true,     true,     true};
+        struct pb_line inlined[2] = {{"inner", NULL, "a.c", 10}, {"outer", NULL, "a.c", 20}};
+        struct pb_line outer = {"outer", NULL, "a.c", 25};
+        struct pb_line py1 = {"handle", NULL, "app.py", -1};
+        struct pb_line py2 = {"handle", NULL, "app.py", 7};
+        uint64_t m1 = profile_builder__mapping(b, &m), m2 = profile_builder__mapping(b, &m);
+        uint64_t l1 = profile_builder__location(b, m1, 0x401000, inlined, 2);
+        uint64_t l2 = profile_builder__location(b, m1, 0x401000, inlined, 2);
+        uint64_t l3 = profile_builder__location(b, m1, 0x402000, &outer, 1);
+        uint64_t p1 = profile_builder__location(b, 0, 0, &py1, 1);
+        uint64_t p2 = profile_builder__location(b, 0, 0, &py1, 1);
+        uint64_t p3 = profile_builder__location(b, 0, 0, &py2, 1);
+
+        CHECK(m1 == 1 && m2 == 1);
+        CHECK(l1 != 0 && l1 == l2 && l3 != 0 && l3 != l1);
+        CHECK(p1 != 0 && p1 == p2 && p3 != 0 && p3 != p1);
+        CHECK(profile_builder__location(b, 7, 0x1, &outer, 1) == 0); /* unknown mapping */
+        m.build_id = NULL;
+        CHECK(profile_builder__mapping(b, &m) == 2);
+
+        _cleanup_profile_ Perftools__Profiles__Profile *p = decode(b);
+        CHECK(p);
+        CHECK(p->n_mapping == 2 && p->n_location == 4);
+        CHECK(p->n_function == 3); /* inner, outer, handle */
+        CHECK(p->location[1]->n_line == 1 &&
+              p->location[1]->line[0]->function_id == p->location[0]->line[1]->function_id);
+        CHECK(strcmp(string_at(p, p->mapping[1]->build_id), "") == 0);
+}
+
+static void test_encoding(void)
+{
+        _cleanup_builder_ struct profile_builder *b = new_cpu_builder();
+        struct pb_line line = {NULL, NULL, NULL, 3};
+        uint64_t loc = profile_builder__location(b, 0, 0, &line, 1);
+        uint64_t stack[3] = {loc, 0, 999};
+        int64_t values[2] = {1, 10000000};
+        struct pb_label labels[2] = {{"thread.id", NULL, 42, "id"},
+                                     {"thread.name", "main", 0, "x"}};
+
+        CHECK(loc != 0);
+        CHECK(profile_builder__add_sample(b, stack, 3, values, labels, 2) == 0);
+        CHECK(profile_builder__add_sample(b, stack, 1, NULL, NULL, 0) == 0);
+        profile_builder__set_duration(b, 5000000000);
+        CHECK(profile_builder__sample_count(b) == 2);
+
+        _cleanup_profile_ Perftools__Profiles__Profile *p = decode(b);
+        CHECK(p);
+        CHECK(p->n_string_table > 0 && strcmp(p->string_table[0], "") == 0);
+        CHECK(p->n_sample_type == 2 &&
+              strcmp(string_at(p, p->sample_type[1]->unit), "nanoseconds") == 0);
+        CHECK(p->period_type && p->period == 10000000 && p->duration_nanos == 5000000000);
+        CHECK(p->n_sample == 2);
+        CHECK(p->sample[0]->n_location_id == 1 && p->sample[0]->location_id[0] == loc);
+        CHECK(p->sample[0]->n_value == 2 && p->sample[0]->value[1] == 10000000);
+        CHECK(p->sample[1]->n_value == 2 && p->sample[1]->value[0] == 0);
+        CHECK(p->sample[0]->n_label == 2);
+        CHECK(p->sample[0]->label[0]->str == 0 && p->sample[0]->label[0]->num == 42);
+        CHECK(strcmp(string_at(p, p->sample[0]->label[0]->num_unit), "id") == 0);
+        CHECK(strcmp(string_at(p, p->sample[0]->label[1]->str), "main") == 0);
+        CHECK(p->sample[0]->label[1]->num == 0 && p->sample[0]->label[1]->num_unit == 0);
+        CHECK(p->function[0]->id == 1 && p->function[0]->name == 0);
+}
+
+static void test_splunk_style(void)
+{
+        struct profile_builder_options options = {.time_nanos = 1};
+        _cleanup_builder_ struct profile_builder *b = profile_builder__new(&options);
+        struct pb_line line = {"f", NULL, "f.py", -1};
+        uint64_t loc = profile_builder__location(b, 0, 0, &line, 1);
+
+        CHECK(profile_builder__add_sample(b, &loc, 1, NULL, NULL, 0) == 0);
+        _cleanup_profile_ Perftools__Profiles__Profile *p = decode(b);
+        CHECK(p && p->n_sample_type == 0 && p->period_type == NULL);
+        CHECK(p->n_sample == 1 && p->sample[0]->n_value == 0);
+        CHECK(p->location[0]->line[0]->line == -1);
+
+        struct profile_builder_options too_many = {.n_sample_types = 5};
+        CHECK(profile_builder__new(&too_many) == NULL && errno == EINVAL);
+}
+
+static void test_bounds(void)
+{
+        _cleanup_builder_ struct profile_builder *b = new_cpu_builder();
+        struct pb_line lines[100];
+        static uint64_t stack[5000];
+        char names[100][16];
+
+        for (int i = 0; i < 100; i++) {
+                snprintf(names[i], sizeof(names[i]), "f%d", i);
+                lines[i] = (struct pb_line){names[i], NULL, "x.c", i};
+        }
+        uint64_t loc = profile_builder__location(b, 0, 0x10, lines, 100);
+        CHECK(loc != 0);
+        for (size_t i = 0; i < 5000; i++)
+                stack[i] = loc;
+        CHECK(profile_builder__add_sample(b, stack, 5000, NULL, NULL, 0) == 0);
+
+        _cleanup_profile_ Perftools__Profiles__Profile *p = decode(b);
+        CHECK(p && p->location[0]->n_line == 64);
+        CHECK(strcmp(string_at(p, p->function[p->location[0]->line[0]->function_id - 1]->name),
+                     "f0") == 0);
+        CHECK(p->sample[0]->n_location_id == 4096);
+}
+
+static void test_many_samples(void)
+{
+        _cleanup_builder_ struct profile_builder *b = new_cpu_builder();
+        char name[32];
+        uint64_t ids[3000], stack[32];
+        int64_t values[2] = {1, 10};
+
+        for (int i = 0; i < 3000; i++) {
+                snprintf(name, sizeof(name), "function_%d", i);
+                struct pb_line line = {name, NULL, "big.c", i};
+                ids[i] = profile_builder__location(b, 0, 0, &line, 1);
+                CHECK(ids[i] == (uint64_t)i + 1);
+        }
+        for (int s = 0; s < 100000; s++) {
+                for (int f = 0; f < 32; f++)
+                        stack[f] = ids[(s * 7 + f * 13) % 3000];
+                struct pb_label label = {"thread.id", NULL, s % 17, NULL};
+                CHECK(profile_builder__add_sample(b, stack, 32, values, &label, 1) == 0);
+        }
+        _cleanup_profile_ Perftools__Profiles__Profile *p = decode(b);
+        CHECK(p && p->n_sample == 100000 && p->n_location == 3000 && p->n_function == 3000);
+        CHECK(p->sample[99999]->n_location_id == 32 &&
+              p->sample[99999]->label[0]->num == 99999 % 17);
+}
+
+static void inflatep(z_stream *stream)
+{
+        inflateEnd(stream);
+}
+
+static void gunzip_check(const uint8_t *gz, size_t gz_len, const uint8_t *expect, size_t len)
+{
+        _cleanup_(inflatep) z_stream stream = {0};
+        _cleanup_free_ uint8_t *out = malloc(len + 16);
+
+        CHECK(out && gz_len >= 18 && gz[0] == 0x1f && gz[1] == 0x8b);
+        CHECK(inflateInit2(&stream, 15 + 16) == Z_OK);
+        stream.next_in = (Bytef *)gz;
+        stream.avail_in = (uInt)gz_len;
+        stream.next_out = out;
+        stream.avail_out = (uInt)(len + 16);
+        CHECK(inflate(&stream, Z_FINISH) == Z_STREAM_END);
+        CHECK(stream.total_out == len && memcmp(out, expect, len) == 0);
+        CHECK(stream.avail_in == 0);
+}
+
+static void test_gzip(void)
+{
+        size_t len = 8 << 20;
+        _cleanup_free_ uint8_t *data = malloc(len);
+        uint32_t x = 12345;
+
+        CHECK(data);
+        for (size_t i = 0; i < len; i++) {
+                x = x * 1103515245 + 12345;
+                data[i] = i % 3 ? (uint8_t)(x >> 24) : (uint8_t)i;
+        }
+        const size_t sizes[] = {0, 1, 17, 4096, 65537, 1 << 20, len};
+
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+                _cleanup_free_ uint8_t *gz = NULL;
+                size_t gz_len = 0;
+
+                CHECK(gzip__compress(sizes[i] ? data : NULL, sizes[i], &gz, &gz_len) == 0);
+                gunzip_check(gz, gz_len, data, sizes[i]);
+        }
+        CHECK(gzip__compress(NULL, 5, &(uint8_t *){NULL}, &(size_t){0}) == -EINVAL);
+}
+
+static size_t count_entries(const char *dir)
+{
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        size_t n = 0;
+
+        CHECK(d);
+        while ((e = readdir(d)))
+                n += e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."));
+        closedir(d);
+        return n;
+}
+
+static void test_file(void)
+{
+        char dir[] = "/tmp/test_profile_builder.XXXXXX";
+        char path[128], missing[160], buf[16] = {0};
+        _cleanup_builder_ struct profile_builder *b = new_cpu_builder();
+        struct stat st;
+        FILE *f;
+
+        CHECK(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/cpu.pb.gz", dir);
+        snprintf(missing, sizeof(missing), "%s/nodir/cpu.pb.gz", dir);
+        CHECK(profile_file__write_bytes(path, (const uint8_t *)"old", 3) == 0);
+        CHECK(profile_file__write_bytes(path, (const uint8_t *)"newer", 5) == 0);
+        CHECK((f = fopen(path, "r")) && fread(buf, 1, sizeof(buf), f) == 5);
+        fclose(f);
+        CHECK(memcmp(buf, "newer", 5) == 0);
+        CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+        CHECK(profile_file__write_bytes(missing, (const uint8_t *)"x", 1) == -ENOENT);
+        CHECK(profile_file__write_pprof(b, path) == 0);
+        CHECK(stat(path, &st) == 0 && st.st_size > 18);
+        CHECK(count_entries(dir) == 1); /* no temp files left */
+        CHECK(unlink(path) == 0 && rmdir(dir) == 0);
+}
+
+int main(void)
+{
+        test_dedup();
+        test_encoding();
+        test_splunk_style();
+        test_bounds();
+        test_many_samples();
+        test_gzip();
+        test_file();
+        printf("ok\n");
+        return 0;
+}

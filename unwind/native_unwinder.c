@@ -1,0 +1,210 @@
+/* native_unwinder.c — see native_unwinder.h.
+ *
+ * Registers follow the DWARF numbering of the x86-64 psABI: rax, rdx, rcx,
+ * rbx, rsi, rdi, rbp, rsp, r8..r15, then the return address column.
+ *
+ * A thread sampled while blocked in a syscall gives only SP and PC (from
+ * /proc/.../syscall).  That is enough wherever the CFA is SP-based, which
+ * is the case for libc's syscall wrappers and for code built without frame
+ * pointers.  Code built with frame pointers computes its CFA from RBP; for
+ * it the unwinder recovers RBP from the copy: the innermost frame record
+ * above SP (a word pointing higher up the stack, followed by a return
+ * address into mapped code, whose chain holds for two links).  The walk is
+ * first tried without it, because a wrong guess is worse than none. */
+#include "unwind/native_unwinder.h"
+
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+
+#include "symbolize/symbolizer.h"
+
+#define DWARF_REG_RBP  6
+#define DWARF_REG_RSP  7
+#define DWARF_REGS_GPR 17
+#define FRAME_RECORD_LINKS 2
+
+struct native_unwinder {
+        struct address_space *space;
+        const struct capture *current;
+        bool use_recovered_bp;
+        uint64_t recovered_bp;
+        struct thread_stack *out;
+        size_t max_depth;
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+        /* Threads are only ever asked for by id, through get_thread. */
+        return 0;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+        struct native_unwinder *unwinder = dwfl_arg;
+
+        if (!unwinder->current || unwinder->current->tid != tid)
+                return false;
+        *thread_argp = unwinder;
+        return true;
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr address, Dwarf_Word *result, void *dwfl_arg)
+{
+        struct native_unwinder *unwinder = dwfl_arg;
+        uint64_t value;
+
+        if (!capture__read_word(unwinder->current, address, &value))
+                return false;
+        *result = value;
+        return true;
+}
+
+static bool set_stopped_registers(Dwfl_Thread *thread, const struct user_regs_struct *r)
+{
+        Dwarf_Word regs[DWARF_REGS_GPR] = {
+            r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp, r->r8,
+            r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip,
+        };
+
+        return dwfl_thread_state_registers(thread, 0, DWARF_REGS_GPR, regs);
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+        struct native_unwinder *unwinder = thread_arg;
+        const struct capture *capture = unwinder->current;
+        Dwarf_Word sp = capture->regs.rsp, bp = unwinder->recovered_bp;
+
+        dwfl_thread_state_register_pc(thread, capture->regs.rip);
+        if (capture->kind == CAPTURE_STOPPED)
+                return set_stopped_registers(thread, &capture->regs);
+        if (!dwfl_thread_state_registers(thread, DWARF_REG_RSP, 1, &sp))
+                return false;
+        if (unwinder->use_recovered_bp)
+                return dwfl_thread_state_registers(thread, DWARF_REG_RBP, 1, &bp);
+        return true;
+}
+
+static void thread_detach(Dwfl_Thread *thread, void *thread_arg)
+{
+}
+
+static void detach(Dwfl *dwfl, void *dwfl_arg)
+{
+}
+
+static const Dwfl_Thread_Callbacks callbacks = {
+    .next_thread = next_thread,
+    .get_thread = get_thread,
+    .memory_read = memory_read,
+    .set_initial_registers = set_initial_registers,
+    .detach = detach,
+    .thread_detach = thread_detach,
+};
+
+struct native_unwinder *native_unwinder__new(struct address_space *space, pid_t pid)
+{
+        struct native_unwinder *unwinder = calloc(1, sizeof(*unwinder));
+
+        if (!unwinder)
+                return NULL;
+        unwinder->space = space;
+        if (!dwfl_attach_state(address_space__dwfl(space), NULL, pid, &callbacks, unwinder)) {
+                free(unwinder);
+                return NULL;
+        }
+        return unwinder;
+}
+
+void native_unwinder__free(struct native_unwinder *unwinder)
+{
+        /* The Dwfl (and its attached state) belongs to the address space. */
+        free(unwinder);
+}
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+        struct native_unwinder *unwinder = arg;
+        struct thread_stack *out = unwinder->out;
+        Dwarf_Addr pc;
+        bool activation;
+
+        if (!dwfl_frame_pc(state, &pc, &activation))
+                return DWARF_CB_ABORT;
+        if (out->n_pcs >= unwinder->max_depth) {
+                out->truncated = true;
+                return DWARF_CB_ABORT;
+        }
+        out->pcs[out->n_pcs++] = activation || pc == 0 ? pc : pc - 1;
+        return DWARF_CB_OK;
+}
+
+static size_t walk(struct native_unwinder *unwinder)
+{
+        struct thread_stack *out = unwinder->out;
+        int r;
+
+        out->n_pcs = 0;
+        out->truncated = false;
+        r = dwfl_getthread_frames(address_space__dwfl(unwinder->space), unwinder->current->tid,
+                                  on_frame, unwinder);
+        if (r != 0)
+                out->truncated = true;
+        return out->n_pcs;
+}
+
+static bool is_code_address(struct native_unwinder *unwinder, uint64_t address)
+{
+        return address_space__mapping_at(unwinder->space, address) != NULL;
+}
+
+/* Whether `record` looks like a frame record that chains upwards. */
+static bool is_frame_record(struct native_unwinder *unwinder, uint64_t record, int links)
+{
+        uint64_t saved_bp, return_address;
+
+        if (!capture__read_word(unwinder->current, record, &saved_bp) ||
+            !capture__read_word(unwinder->current, record + 8, &return_address) ||
+            !is_code_address(unwinder, return_address))
+                return false;
+        if (links <= 1 || saved_bp == 0)
+                return true;
+        return saved_bp > record && is_frame_record(unwinder, saved_bp, links - 1);
+}
+
+static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
+{
+        const struct capture *capture = unwinder->current;
+        uint64_t address = (capture->stack_start + 7) & ~7ull;
+        uint64_t end = capture->stack_start + capture->stack_len;
+
+        for (; address + 16 <= end; address += 8) {
+                if (is_frame_record(unwinder, address, FRAME_RECORD_LINKS)) {
+                        *bp = address;
+                        return true;
+                }
+        }
+        return false;
+}
+
+size_t native_unwinder__unwind(struct native_unwinder *unwinder, const struct capture *capture,
+                               struct thread_stack *out, size_t max_depth)
+{
+        size_t first;
+
+        unwinder->current = capture;
+        unwinder->out = out;
+        unwinder->max_depth = max_depth;
+        unwinder->use_recovered_bp = false;
+        first = walk(unwinder);
+        if (capture->kind == CAPTURE_BLOCKED && out->truncated && first < max_depth &&
+            recover_bp(unwinder, &unwinder->recovered_bp)) {
+                unwinder->use_recovered_bp = true;
+                if (walk(unwinder) <= first) {
+                        unwinder->use_recovered_bp = false;
+                        walk(unwinder);
+                }
+        }
+        unwinder->current = NULL;
+        return out->n_pcs;
+}

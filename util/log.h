@@ -1,0 +1,17 @@
+/* log.h — one-line, level-prefixed messages on stderr.
+ *
+ * Lines look like "splunk-profd: warning: ..." so that a shell user and
+ * journald both read them; the level word is what journald filters on. */
+#pragma once
+
+#include <stdarg.h>
+
+enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARNING, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+
+void log_set_level(enum log_level level);
+void log_message(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...)   log_message(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_warning(...) log_message(LOG_LEVEL_WARNING, __VA_ARGS__)
+#define log_info(...)    log_message(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_debug(...)   log_message(LOG_LEVEL_DEBUG, __VA_ARGS__)
