@@ -11,7 +11,8 @@
  * of files that did not move are kept with everything libdwfl loaded.
  *
  * Consecutive mappings of one file (same device, inode and path) form one
- * module; files without an executable mapping are skipped.  Our own module
+ * module, and so does the vDSO; files without an executable mapping are
+ * skipped.  Our own module
  * and mapping arrays are sorted, so address lookups are binary searches,
  * and mapped_file objects are interned in the symbolizer so pointers handed
  * out survive refreshes. */
@@ -25,6 +26,7 @@
 #include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer_internal.h"
 #include "symbolize/target_file.h"
+#include "symbolize/vdso.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -151,9 +153,9 @@ static size_t group__length(const struct proc_map *maps, size_t n, bool *executa
         return len;
 }
 
-static bool proc_map__is_file(const struct proc_map *m)
+static bool proc_map__is_module(const struct proc_map *m)
 {
-        return m->path[0] == '/' && m->inode != 0;
+        return (m->path[0] == '/' && m->inode != 0) || proc_map__is_vdso(m);
 }
 
 static int layout__build(struct address_space *space, const struct proc_maps *maps,
@@ -163,7 +165,7 @@ static int layout__build(struct address_space *space, const struct proc_maps *ma
                 bool executable;
                 size_t len = group__length(&maps->maps[i], maps->n - i, &executable);
 
-                if (proc_map__is_file(&maps->maps[i]) && executable &&
+                if (proc_map__is_module(&maps->maps[i]) && executable &&
                     layout__add_group(space, l, &maps->maps[i], len) < 0)
                         return -ENOMEM;
                 i += len;

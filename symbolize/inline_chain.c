@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "symbolize/demangle.h"
+#include "symbolize/source_path.h"
 #include "util/cleanup.h"
 
 /* Deeper chains are walked this far, then reduced to SYMBOL_MAX_INLINE. */
@@ -60,7 +61,7 @@ static void die__call_site(Dwarf_Die *die, struct string_pool *strings, struct s
         Dwarf_Word idx, line;
         Dwarf_Files *files;
         Dwarf_Die cu;
-        const char *file = NULL;
+        const char *file = NULL, *comp_dir = NULL;
 
         pos->file = "";
         pos->line = 0;
@@ -68,10 +69,11 @@ static void die__call_site(Dwarf_Die *die, struct string_pool *strings, struct s
                 pos->line = line__clamp(line);
         if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &idx) != 0)
                 return;
-        if (dwarf_diecu(die, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, NULL) == 0)
+        if (dwarf_diecu(die, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, NULL) == 0) {
                 file = dwarf_filesrc(files, idx, NULL, NULL); /* bounds-checked */
-        file = string_pool__intern(strings, file);
-        pos->file = file ? file : "";
+                comp_dir = dwarf_formstring(dwarf_attr(&cu, DW_AT_comp_dir, &attr));
+        }
+        pos->file = source_path__intern(strings, comp_dir, file);
 }
 
 /* The physical scopes around address, innermost first; 0 when none. */
@@ -147,8 +149,7 @@ static struct symbol_line line_table__position(Dwfl_Module *mod, uint64_t addres
         if (!line)
                 return pos;
         file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-        file = string_pool__intern(strings, file);
-        pos.file = file ? file : "";
+        pos.file = source_path__intern(strings, dwfl_line_comp_dir(line), file);
         pos.line = lineno > 0 ? lineno : 0;
         return pos;
 }

@@ -8,7 +8,8 @@
  * and hand the fd to dwfl_report_elf with the verified bias.  The file name
  * given to libdwfl is the path under /proc/PID/root, so that
  * dwfl_standard_find_debuginfo looks for .gnu_debuglink files next to the
- * binary inside the target's filesystem.
+ * binary inside the target's filesystem.  The vDSO is reported the same way
+ * from a memfd copy (vdso.c).
  *
  * On refresh, a file still mapped at the same place is re-reported with
  * dwfl_report_module(name, low, high): libdwfl then keeps the existing
@@ -22,6 +23,7 @@
 
 #include "symbolize/load_bias.h"
 #include "symbolize/target_file.h"
+#include "symbolize/vdso.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -81,7 +83,9 @@ static int module__open(struct address_space *space, const struct proc_map *maps
                         struct module *m)
 {
         _cleanup_(elfp__end) Elf *elf = NULL;
-        _cleanup_close_ int fd = target_file__open_mapping(space->pid, &maps[0]);
+        _cleanup_close_ int fd = proc_map__is_vdso(&maps[0])
+                                         ? vdso__open(space->pid, &maps[0])
+                                         : target_file__open_mapping(space->pid, &maps[0]);
 
         if (fd < 0)
                 return fd;
@@ -110,7 +114,11 @@ static void module__report_new(struct address_space *space, const struct proc_ma
                 m->file = NULL;
                 return;
         }
-        snprintf(file_name, sizeof(file_name), "/proc/%d/root%s", (int)space->pid, m->name);
+        if (m->name[0] == '/')
+                snprintf(file_name, sizeof(file_name), "/proc/%d/root%s", (int)space->pid,
+                         m->name);
+        else
+                snprintf(file_name, sizeof(file_name), "%s", m->name);
         mod = dwfl_report_elf(space->dwfl, m->name, file_name, fd, m->bias, true);
         if (!mod) {
                 log_debug("pid %d: %s: %s", (int)space->pid, m->name, dwfl_errmsg(-1));

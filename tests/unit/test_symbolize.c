@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "symbolize/demangle.h"
 #include "symbolize/proc_maps.h"
+#include "symbolize/source_path.h"
+#include "symbolize/string_pool.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 
@@ -139,6 +142,30 @@ static void test_libc(struct address_space *space)
 
 /* A second lookup, even from another address space of the same process,
  * is served from the cache: same interned pointers. */
+/* The vDSO has no file but is a module: clock_gettime is found in it. */
+static void test_vdso(struct address_space *space)
+{
+        uint64_t base = getauxval(AT_SYSINFO_EHDR);
+        const struct mapped_file *m;
+        bool found = false;
+
+        if (!base) {
+                fprintf(stderr, "skipping vdso test: no vDSO\n");
+                return;
+        }
+        m = address_space__mapping_at(space, base);
+        CHECK(m && strcmp(m->path, "[vdso]") == 0);
+        CHECK(m->build_id_hex[0]);
+        for (uint64_t a = m->start; a < m->limit && !found; a += 4) {
+                struct symbolized_pc pc;
+
+                address_space__symbolize(space, a, &pc);
+                CHECK(pc.mapping == m);
+                found = strstr(pc.lines[pc.n_lines - 1].function, "clock_gettime") != NULL;
+        }
+        CHECK(found);
+}
+
 static void test_cache(struct symbolizer *s, struct address_space *space)
 {
         _cleanup_address_space_ struct address_space *other = address_space__new(s, getpid());
@@ -232,6 +259,34 @@ static void test_maps_parse(void)
         proc_maps__clear(&maps);
 }
 
+static void test_source_path(void)
+{
+        static const char *const cases[][3] = {
+                {"/tmp/build", "../../work/x.c", "/work/x.c"},
+                {NULL, "a/./b/../c.c", "a/c.c"},
+                {"/", "../x", "/x"},
+                {NULL, "../../x", "../../x"},
+                {"relative", "y.c", "y.c"},
+                {"/a", "/abs//y/./z.c", "/abs/y/z.c"},
+                {"/a/b", "c/../../d.c", "/a/d.c"},
+                {NULL, "a/..", "."},
+                {NULL, "", ""},
+        };
+        struct string_pool pool;
+
+        string_pool__init(&pool, 42);
+        for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+                const char *got = source_path__intern(&pool, cases[i][0], cases[i][1]);
+
+                if (strcmp(got, cases[i][2]) != 0)
+                        fprintf(stderr, "source_path(%s, %s) = %s\n", cases[i][0], cases[i][1],
+                                got);
+                CHECK(strcmp(got, cases[i][2]) == 0);
+        }
+        CHECK(source_path__intern(&pool, "/w", "../x.c") == source_path__intern(&pool, NULL, "/x.c"));
+        string_pool__clear(&pool);
+}
+
 int main(void)
 {
         _cleanup_symbolizer_ struct symbolizer *s = symbolizer__new();
@@ -239,6 +294,7 @@ int main(void)
 
         test_demangle();
         test_maps_parse();
+        test_source_path();
         CHECK(s);
         CHECK(!address_space__new(s, -5));
         space = address_space__new(s, getpid());
@@ -246,6 +302,7 @@ int main(void)
         test_plain(space);
         test_inline(space);
         test_libc(space);
+        test_vdso(space);
         test_cache(s, space);
         test_unknown(space);
         test_refresh(space);

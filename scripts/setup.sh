@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything splunk-profd needs to build and test on Debian
+# (bookworm or newer), then builds it.  Idempotent; run as root (or with
+# sudo).  Used by scripts/demo.sh, scripts/test.sh and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  # build
+  meson ninja-build pkg-config gcc g++ clang-format
+  libunwind-dev libdw-dev libelf-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
+  libgrpc-dev
+  # tests: reference tools and process helpers
+  python3 python3-pip python3-pytest gdb strace util-linux procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# Go: the pprof reader used by the tests and by the demo.  Any recent Go
+# toolchain on PATH will do; otherwise Debian's.
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The python3 first on PATH may not be Debian's: make sure it has pytest.
+python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+
+meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup --reconfigure build >/dev/null
+ninja -C build
