@@ -19,7 +19,7 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-#define ATTACH_MAX_PASSES 64
+#define ATTACH_MAX_PASSES  64
 #define TARGET_MAX_THREADS 65536
 
 static const long SEIZE_OPTIONS = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
@@ -164,8 +164,8 @@ static int attach_pass(struct target *target, char *why, size_t why_size)
         return added;
 }
 
-int target__attach(pid_t pid, const struct target_options *options, struct target **out,
-                   char *why, size_t why_size)
+int target__attach(pid_t pid, const struct target_options *options, struct target **out, char *why,
+                   size_t why_size)
 {
         struct target *target = calloc(1, sizeof(*target));
         int r = 0;

@@ -24,23 +24,33 @@ struct target_options {
         size_t max_depth;   /* frames kept per stack */
 };
 
+/* How an unwind ended. */
+enum unwind_end {
+        UNWIND_COMPLETE,        /* reached the outermost frame */
+        UNWIND_DEPTH_LIMIT,     /* --max-depth reached */
+        UNWIND_OUT_OF_COPY,     /* needed stack memory beyond the copy */
+        UNWIND_NEEDS_REGISTERS, /* no CFI, or a register the capture lacks */
+};
+
 /* The last unwound stack of a thread, reused while it stays idle. */
 struct thread_stack {
         size_t n_pcs;
         bool truncated;
+        enum unwind_end end;
         uint64_t *pcs; /* max_depth entries; lookup addresses, leaf first */
 };
 
 struct tthread {
         pid_t tid;
         struct proc_thread_files files;
-        bool interrupt_pending;   /* PTRACE_INTERRUPT sent, stop not seen yet */
-        bool group_stopped;       /* in group-stop, held with PTRACE_LISTEN */
-        uint64_t interrupt_ns;    /* CLOCK_MONOTONIC when interrupted */
-        uint64_t last_pause_ns;   /* interrupt to resume, of the last stop */
-        bool captured;            /* `capture` holds this tick's sample */
-        bool blocked_candidate;   /* sampler: looked blocked this tick */
-        bool reuse_last_stack;    /* sampler: idle, record last_stack again */
+        bool interrupt_pending; /* PTRACE_INTERRUPT sent, stop not seen yet */
+        bool group_stopped;     /* in group-stop, held with PTRACE_LISTEN */
+        uint64_t interrupt_ns;  /* CLOCK_MONOTONIC when interrupted */
+        uint64_t last_pause_ns; /* interrupt to resume, of the last stop */
+        bool captured;          /* `capture` holds this tick's sample */
+        bool blocked_candidate; /* sampler: looked blocked this tick */
+        bool reuse_last_stack;  /* sampler: idle, record last_stack again */
+        bool needs_stop;        /* sampler: blocked capture did not unwind */
         char name[16];
         struct capture capture;
         /* Idle detection for blocked threads. */
@@ -65,8 +75,8 @@ struct target {
 /* Seizes every thread of `pid`.  On failure returns -errno and writes a
  * one-line reason into `why`; threads already seized are released when the
  * tracer thread exits. */
-int target__attach(pid_t pid, const struct target_options *options, struct target **out,
-                   char *why, size_t why_size);
+int target__attach(pid_t pid, const struct target_options *options, struct target **out, char *why,
+                   size_t why_size);
 void target__free(struct target *target);
 
 struct tthread *target__find_thread(struct target *target, pid_t tid);

@@ -26,7 +26,8 @@ static const char usage_text[] =
     "  -p, --pid PID          process to profile (repeatable)\n"
     "  -o, --output FILE      write a gzip pprof profile (.pb.gz) at the end\n"
     "  -d, --duration SEC     stop after SEC seconds (default: until Ctrl-C/SIGTERM)\n"
-    "  -i, --interval MS      sampling period in ms (default: $SPLUNK_PROFILER_CALL_STACK_INTERVAL,\n"
+    "  -i, --interval MS      sampling period in ms (default: "
+    "$SPLUNK_PROFILER_CALL_STACK_INTERVAL,\n"
     "                         else 1000; 10 = 100 Hz)\n"
     "      --stack-bytes N    stack bytes copied per thread-sample (4096..1048576, default 32768)\n"
     "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
@@ -199,7 +200,8 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
                         return CLI_EXIT_OK;
                 }
                 if (opt == '?' || opt == ':') {
-                        snprintf(error, error_size, "%s: unknown option or missing value (see --help)",
+                        snprintf(error, error_size,
+                                 "%s: unknown option or missing value (see --help)",
                                  argv[optind - 1]);
                         return CLI_USAGE_ERROR;
                 }
@@ -207,7 +209,8 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
                         return CLI_USAGE_ERROR;
         }
         if (optind < argc) {
-                snprintf(error, error_size, "unexpected argument '%.64s' (see --help)", argv[optind]);
+                snprintf(error, error_size, "unexpected argument '%.64s' (see --help)",
+                         argv[optind]);
                 return CLI_USAGE_ERROR;
         }
         if (config->n_pids == 0) {

@@ -126,22 +126,35 @@ static void wait_for_tracer(struct registry *registry, int signal_fd)
         }
 }
 
+/* CPU time this process used so far, in ms. */
+static uint64_t cpu_ms(void)
+{
+        struct rusage usage;
+
+        if (getrusage(RUSAGE_SELF, &usage) < 0)
+                return 0;
+        return (uint64_t)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000u +
+               (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000u;
+}
+
 static void print_summary(const struct registry *registry)
 {
         const struct run_stats *s = &registry->stats;
 
-        fprintf(stderr,
-                "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
-                "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
-                "reused=%llu signals_forwarded=%llu eintr_repaired=%llu\n",
-                registry->targets.n_targets, (unsigned long long)s->max_threads,
-                (unsigned long long)s->samples, (unsigned long long)s->skipped,
-                (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
-                (unsigned long long)run_stats__pause_percentile_us(s, 0.99),
-                (unsigned long long)s->errors, (unsigned long long)s->samples_stopped,
-                (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
-                (unsigned long long)registry->events.signals_reinjected,
-                (unsigned long long)registry->events.eintr_repaired);
+        fprintf(
+            stderr,
+            "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
+            "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
+            "reused=%llu restopped=%llu signals_forwarded=%llu eintr_repaired=%llu cpu_ms=%llu\n",
+            registry->targets.n_targets, (unsigned long long)s->max_threads,
+            (unsigned long long)s->samples, (unsigned long long)s->skipped,
+            (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
+            (unsigned long long)run_stats__pause_percentile_us(s, 0.99),
+            (unsigned long long)s->errors, (unsigned long long)s->samples_stopped,
+            (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
+            (unsigned long long)s->samples_restopped,
+            (unsigned long long)registry->events.signals_reinjected,
+            (unsigned long long)registry->events.eintr_repaired, (unsigned long long)cpu_ms());
 }
 
 static int write_output(struct registry *registry)

@@ -27,10 +27,10 @@ struct profiled_target {
 
 struct registry {
         struct profd_config config;
-        int stop_fd;     /* eventfd: main asks the tracer to stop */
-        int done_fd;     /* eventfd: the tracer is attached (1) or finished (2) */
-        int attach_error;           /* 0, or -errno of the first failed attach */
-        int attach_exit_code;       /* exit status to use for attach_error */
+        int stop_fd;          /* eventfd: main asks the tracer to stop */
+        int done_fd;          /* eventfd: the tracer is attached (1) or finished (2) */
+        int attach_error;     /* 0, or -errno of the first failed attach */
+        int attach_exit_code; /* exit status to use for attach_error */
         char attach_why[256];
         /* tracer only */
         int sigchld_fd;

@@ -10,14 +10,15 @@
 
 struct run_stats {
         uint64_t ticks;
-        uint64_t samples;         /* thread-samples recorded */
-        uint64_t samples_stopped; /* of which taken by interrupting */
-        uint64_t samples_blocked; /* of which taken without stopping */
-        uint64_t samples_reused;  /* of which idle threads' previous stack */
-        uint64_t skipped;         /* thread-samples that could not be taken */
+        uint64_t samples;           /* thread-samples recorded */
+        uint64_t samples_stopped;   /* of which taken by interrupting */
+        uint64_t samples_blocked;   /* of which taken without stopping */
+        uint64_t samples_reused;    /* of which idle threads' previous stack */
+        uint64_t samples_restopped; /* blocked, but stopped to get registers */
+        uint64_t skipped;           /* thread-samples that could not be taken */
         uint64_t errors;
         uint64_t max_threads;
-        uint64_t unwind_ns;  /* time spent unwinding, symbolizing, recording */
+        uint64_t unwind_ns; /* time spent unwinding, symbolizing, recording */
         uint64_t pause_count;
         uint64_t pause_overflow; /* pauses of 10 ms or more */
         uint64_t pause_max_ns;

@@ -10,7 +10,11 @@
  *      /proc/.../syscall, a stack copy, then a re-check that the thread is
  *      still blocked at the same point and has not run (else: skipped).
  *      A thread still idle since its last sample reuses its last stack.
- *   4. With every thread running again: unwind, symbolize, record. */
+ *   4. With every thread running again: unwind.  A blocked thread whose
+ *      stack needs registers /proc does not give (frame-pointer code needs
+ *      RBP, which could not be recovered from the copy) is interrupted
+ *      after all, but only when its syscall restarts transparently.
+ *   5. Symbolize and record. */
 #include "daemon/sampler.h"
 
 #include <errno.h>
@@ -22,6 +26,7 @@
 #include <unistd.h>
 
 #include "export/profile_builder.h"
+#include "attach/syscall_restart.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
 #include "util/log.h"
@@ -157,8 +162,7 @@ static bool same_point(const struct blocked_point *a, const struct blocked_point
 }
 
 /* Phase 3, for one thread. */
-static void sample_blocked(struct registry *registry, struct target *target,
-                           struct tthread *thread)
+static void sample_blocked(struct registry *registry, struct target *target, struct tthread *thread)
 {
         struct blocked_point before, after;
         uint64_t runs_before = UINT64_MAX, runs_after = UINT64_MAX - 1;
@@ -167,8 +171,8 @@ static void sample_blocked(struct registry *registry, struct target *target,
                 registry->stats.skipped++;
                 return;
         }
-        bool counted = proc_thread__run_count(&thread->files, target->pid, thread->tid,
-                                              &runs_before);
+        bool counted =
+            proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_before);
         if (counted && thread->idle_key_valid && thread->last_stack_valid &&
             same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
                 thread->reuse_last_stack = true;
@@ -229,10 +233,13 @@ static void unwind_capture(struct target *target, struct tthread *thread)
         }
         thread->last_stack_valid = true;
         thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED;
+        thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
+                             stack->end == UNWIND_NEEDS_REGISTERS &&
+                             syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
 }
 
-static void record_thread(struct registry *registry, struct target *target,
-                          struct tthread *thread, uint64_t tick_realtime_ns)
+static void record_thread(struct registry *registry, struct target *target, struct tthread *thread,
+                          uint64_t tick_realtime_ns)
 {
         struct profiled_target *profiled = target->owner;
         bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
@@ -240,15 +247,13 @@ static void record_thread(struct registry *registry, struct target *target,
             .pid = target->pid,
             .tid = thread->tid,
             .thread_name = thread->name,
-            .thread_state = stopped ? "running" : "blocked",
+            .thread_state = stopped && !thread->needs_stop ? "running" : "blocked",
             .time_ns = tick_realtime_ns,
             .stack = &thread->last_stack,
         };
 
         if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
                 (void)proc_thread__comm(&thread->files, thread->name);
-        if (thread->captured)
-                unwind_capture(target, thread);
         if (sample_recorder__record(&registry->recorder, profiled->space, &record) < 0) {
                 registry->stats.errors++;
                 return;
@@ -264,16 +269,70 @@ static void record_thread(struct registry *registry, struct target *target,
         }
 }
 
-/* Phase 4. */
-static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
+/* Phase 4: unwinds every capture of this tick; returns how many blocked
+ * threads need a stop to be unwound. */
+static size_t unwind_captures(struct registry *registry)
 {
-        uint64_t begin = monotonic_ns();
+        size_t needs_stop = 0;
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner)
                         continue;
                 refresh_address_space(target);
+                for (size_t i = 0; i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        thread->needs_stop = false;
+                        if (thread->captured)
+                                unwind_capture(target, thread);
+                        needs_stop += thread->needs_stop;
+                }
+        }
+        return needs_stop;
+}
+
+/* Phase 4, fallback: stop the blocked threads that could not be unwound,
+ * if they are still blocked in the same (transparently restarting) call. */
+static void restop_blocked_threads(struct registry *registry)
+{
+        struct blocked_point now;
+        size_t pending = 0;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (!thread->needs_stop)
+                                continue;
+                        thread->captured = false;
+                        if (proc_thread__syscall(&thread->files, &now) == PROC_SYSCALL_BLOCKED &&
+                            same_point(&now, &thread->capture.blocked) &&
+                            ptrace_events__interrupt(thread) == 0)
+                                pending++;
+                        else
+                                registry->stats.skipped++;
+                }
+        }
+        wait_for_stops(registry, pending);
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (thread->needs_stop && thread->captured) {
+                                unwind_capture(target, thread);
+                                registry->stats.samples_restopped++;
+                        }
+                }
+        }
+}
+
+/* Phase 5. */
+static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
+{
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                if (target->gone || !target->owner)
+                        continue;
                 if (target->n_threads > registry->stats.max_threads)
                         registry->stats.max_threads = target->n_threads;
                 for (size_t i = 0; i < target->n_threads; i++) {
@@ -282,16 +341,20 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
                                 record_thread(registry, target, thread, tick_realtime_ns);
                 }
         }
-        registry->stats.unwind_ns += monotonic_ns() - begin;
 }
 
 void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
 {
         size_t pending;
+        uint64_t begin;
 
         registry->stats.ticks++;
         pending = interrupt_running_threads(registry);
         wait_for_stops(registry, pending);
         sample_blocked_threads(registry);
+        begin = monotonic_ns();
+        if (unwind_captures(registry) > 0)
+                restop_blocked_threads(registry);
         record_samples(registry, tick_realtime_ns);
+        registry->stats.unwind_ns += monotonic_ns() - begin;
 }

@@ -61,8 +61,7 @@ static int attach_one(struct registry *registry, pid_t pid)
                 target__free(target);
                 return fail_attach(registry, -ENOMEM, 1);
         }
-        log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm,
-                 target->n_threads);
+        log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
         return sampler__prepare_target(registry, target);
 }
 
@@ -91,7 +90,8 @@ static uint64_t jittered(uint64_t interval_ns, unsigned int *seed)
 static void arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uint64_t tick,
                       unsigned int *seed)
 {
-        uint64_t at = start_ns + tick * interval_ns - interval_ns / 10 + jittered(interval_ns, seed);
+        uint64_t at =
+            start_ns + tick * interval_ns - interval_ns / 10 + jittered(interval_ns, seed);
         struct itimerspec spec = {
             .it_value = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)},
         };

@@ -92,12 +92,12 @@ static int layout__add_mapping(struct address_space *space, struct layout *l,
                                const struct proc_map *map, const struct module *m)
 {
         struct mapped_file tmpl = {
-                .start = map->start,
-                .limit = map->limit,
-                .offset = map->offset,
-                .path = m->name,
-                .build_id_hex = m->file ? m->file->build_id_hex : "",
-                .has_debug_info = m->file && m->file->has_debug_info,
+            .start = map->start,
+            .limit = map->limit,
+            .offset = map->offset,
+            .path = m->name,
+            .build_id_hex = m->file ? m->file->build_id_hex : "",
+            .has_debug_info = m->file && m->file->has_debug_info,
         };
         struct mapped_file *mf;
 
@@ -121,8 +121,11 @@ static int layout__add_group(struct address_space *space, struct layout *l,
         if (!name || array__reserve((void **)&l->modules, &l->cap_modules, l->n_modules,
                                     sizeof(*l->modules)) < 0)
                 return -ENOMEM;
-        probe = (struct module){.name = name, .start = maps[0].start, .inode = maps[0].inode,
-                                .dev_major = maps[0].dev_major, .dev_minor = maps[0].dev_minor,
+        probe = (struct module){.name = name,
+                                .start = maps[0].start,
+                                .inode = maps[0].inode,
+                                .dev_major = maps[0].dev_major,
+                                .dev_minor = maps[0].dev_minor,
                                 .first_offset = maps[0].offset};
         m = &l->modules[l->n_modules++];
         module__report(space, maps, n, layout__old_module(space, &probe), m);
@@ -237,10 +240,10 @@ struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pi
                 return NULL;
         }
         space->callbacks = (Dwfl_Callbacks){
-                .find_elf = address_space__find_elf,
-                .find_debuginfo = dwfl_standard_find_debuginfo,
-                .section_address = dwfl_offline_section_address,
-                .debuginfo_path = &space->debuginfo_path,
+            .find_elf = address_space__find_elf,
+            .find_debuginfo = dwfl_standard_find_debuginfo,
+            .section_address = dwfl_offline_section_address,
+            .debuginfo_path = &space->debuginfo_path,
         };
         space->dwfl = dwfl_begin(&space->callbacks);
         r = space->dwfl ? address_space__refresh(space) : -ENOMEM;

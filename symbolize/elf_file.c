@@ -66,8 +66,8 @@ static const char *elf_file__key(struct elf_files *files, const char *build_id_h
                 if (fstat(fd, &st) < 0)
                         return NULL;
                 snprintf(key, sizeof(key), "f:%ju:%ju:%jd.%09ld:%jd", (uintmax_t)st.st_dev,
-                         (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec,
-                         st.st_mtim.tv_nsec, (intmax_t)st.st_size);
+                         (uintmax_t)st.st_ino, (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                         (intmax_t)st.st_size);
         }
         return string_pool__intern(files->strings, key);
 }

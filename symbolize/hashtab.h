@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct hash_node {
         struct hash_node *next;

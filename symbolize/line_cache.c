@@ -57,8 +57,8 @@ void line_cache__clear(struct line_cache *cache)
         hashtab__clear(&cache->tab, cached_lines__free);
 }
 
-bool line_cache__lookup(const struct line_cache *cache, const struct elf_file *file,
-                        uint64_t rel, struct symbolized_pc *out)
+bool line_cache__lookup(const struct line_cache *cache, const struct elf_file *file, uint64_t rel,
+                        struct symbolized_pc *out)
 {
         struct line_key key = {.file = file, .rel = rel};
         struct hash_node *node;

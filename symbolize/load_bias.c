@@ -58,8 +58,8 @@ static bool load_bias__guess(Elf *elf, size_t phnum, const struct proc_map *maps
         return false;
 }
 
-static bool load_bias__covers(Elf *elf, size_t phnum, const struct proc_map *m,
-                              uint64_t page_size, uint64_t bias)
+static bool load_bias__covers(Elf *elf, size_t phnum, const struct proc_map *m, uint64_t page_size,
+                              uint64_t bias)
 {
         for (size_t i = 0; i < phnum; i++) {
                 struct segment s;

@@ -40,8 +40,7 @@ bool module__same(const struct module *a, const struct module *b)
                a->first_offset == b->first_offset;
 }
 
-static bool module__keep(struct address_space *space, const struct module *old,
-                         struct module *m)
+static bool module__keep(struct address_space *space, const struct module *old, struct module *m)
 {
         Dwfl_Module *mod;
 
@@ -84,8 +83,8 @@ static int module__open(struct address_space *space, const struct proc_map *maps
 {
         _cleanup_(elfp__end) Elf *elf = NULL;
         _cleanup_close_ int fd = proc_map__is_vdso(&maps[0])
-                                         ? vdso__open(space->pid, &maps[0])
-                                         : target_file__open_mapping(space->pid, &maps[0]);
+                                     ? vdso__open(space->pid, &maps[0])
+                                     : target_file__open_mapping(space->pid, &maps[0]);
 
         if (fd < 0)
                 return fd;
@@ -101,8 +100,8 @@ static int module__open(struct address_space *space, const struct proc_map *maps
         return take_fd(fd);
 }
 
-static void module__report_new(struct address_space *space, const struct proc_map *maps,
-                               size_t n, struct module *m)
+static void module__report_new(struct address_space *space, const struct proc_map *maps, size_t n,
+                               struct module *m)
 {
         _cleanup_close_ int fd = module__open(space, maps, n, m);
         char file_name[PROC_MAPS_MAX_PATH + 64];
@@ -115,8 +114,7 @@ static void module__report_new(struct address_space *space, const struct proc_ma
                 return;
         }
         if (m->name[0] == '/')
-                snprintf(file_name, sizeof(file_name), "/proc/%d/root%s", (int)space->pid,
-                         m->name);
+                snprintf(file_name, sizeof(file_name), "/proc/%d/root%s", (int)space->pid, m->name);
         else
                 snprintf(file_name, sizeof(file_name), "%s", m->name);
         mod = dwfl_report_elf(space->dwfl, m->name, file_name, fd, m->bias, true);
@@ -135,13 +133,13 @@ void module__report(struct address_space *space, const struct proc_map *maps, si
         const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
 
         *m = (struct module){
-                .name = name ? name : "",
-                .start = maps[0].start,
-                .limit = maps[n - 1].limit,
-                .inode = maps[0].inode,
-                .dev_major = maps[0].dev_major,
-                .dev_minor = maps[0].dev_minor,
-                .first_offset = maps[0].offset,
+            .name = name ? name : "",
+            .start = maps[0].start,
+            .limit = maps[n - 1].limit,
+            .inode = maps[0].inode,
+            .dev_major = maps[0].dev_major,
+            .dev_minor = maps[0].dev_minor,
+            .first_offset = maps[0].offset,
         };
         if (!name || module__keep(space, old, m))
                 return;

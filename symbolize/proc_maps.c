@@ -144,9 +144,8 @@ static bool parse_fields(const char **p, const char *end, struct proc_map *m)
         m->executable = (*p)[2] == 'x';
         *p += 5;
         if (!parse_hex(p, end, &m->offset) || !expect_char(p, end, ' ') ||
-            !parse_hex(p, end, &major) || !expect_char(p, end, ':') ||
-            !parse_hex(p, end, &minor) || !expect_char(p, end, ' ') ||
-            !parse_dec(p, end, &m->inode))
+            !parse_hex(p, end, &major) || !expect_char(p, end, ':') || !parse_hex(p, end, &minor) ||
+            !expect_char(p, end, ' ') || !parse_dec(p, end, &m->inode))
                 return false;
         if (major > 0xfff || minor > 0xfffff || m->start >= m->limit)
                 return false;
@@ -168,8 +167,7 @@ static bool parse_line(char *line, size_t len, struct proc_map *m)
         path_len = (size_t)(end - p);
         if (path_len > PROC_MAPS_MAX_PATH)
                 return false;
-        if (path_len > mark_len &&
-            memcmp(end - mark_len, PROC_MAPS_DELETED_MARK, mark_len) == 0) {
+        if (path_len > mark_len && memcmp(end - mark_len, PROC_MAPS_DELETED_MARK, mark_len) == 0) {
                 m->deleted = true;
                 path_len -= mark_len;
         }

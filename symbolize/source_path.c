@@ -64,8 +64,7 @@ static void path__normalize(const char *in, char *out)
         out[len] = '\0';
 }
 
-const char *source_path__intern(struct string_pool *strings, const char *comp_dir,
-                                const char *file)
+const char *source_path__intern(struct string_pool *strings, const char *comp_dir, const char *file)
 {
         char joined[SOURCE_PATH_MAX], normal[SOURCE_PATH_MAX];
         const char *s;

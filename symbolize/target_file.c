@@ -51,8 +51,8 @@ static int open_map_files(pid_t pid, const struct proc_map *map)
 int target_file__open_in_root(pid_t pid, const char *path)
 {
         struct open_how how = {
-                .flags = TARGET_FILE_FLAGS,
-                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+            .flags = TARGET_FILE_FLAGS,
+            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
         };
         _cleanup_close_ int root = -1;
         char root_path[64];

@@ -9,19 +9,27 @@
  * pointers.  Code built with frame pointers computes its CFA from RBP; for
  * it the unwinder recovers RBP from the copy: the innermost frame record
  * above SP (a word pointing higher up the stack, followed by a return
- * address into mapped code, whose chain holds for two links).  The walk is
- * first tried without it, because a wrong guess is worse than none. */
+ * address into mapped code, whose chain holds for two links).
+ *
+ * libdwfl ends a walk quietly, as if at the outermost frame, when a
+ * register it needs is unknown.  So for a blocked capture the walk is done
+ * both without and with the recovered RBP and the deeper result is kept;
+ * a result of fewer than MIN_BLOCKED_FRAMES frames (a syscall wrapper and
+ * one caller: no real thread stack is that short) is reported as
+ * UNWIND_NEEDS_REGISTERS so the sampler may stop the thread instead. */
 #include "unwind/native_unwinder.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "symbolize/symbolizer.h"
 
-#define DWARF_REG_RBP  6
-#define DWARF_REG_RSP  7
-#define DWARF_REGS_GPR 17
+#define DWARF_REG_RBP      6
+#define DWARF_REG_RSP      7
+#define DWARF_REGS_GPR     17
 #define FRAME_RECORD_LINKS 2
+#define MIN_BLOCKED_FRAMES 3
 
 struct native_unwinder {
         struct address_space *space;
@@ -30,6 +38,9 @@ struct native_unwinder {
         uint64_t recovered_bp;
         struct thread_stack *out;
         size_t max_depth;
+        bool read_outside_copy;
+        struct thread_stack scratch; /* the second walk of a blocked capture */
+        size_t scratch_capacity;
 };
 
 static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
@@ -53,8 +64,10 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr address, Dwarf_Word *result, void
         struct native_unwinder *unwinder = dwfl_arg;
         uint64_t value;
 
-        if (!capture__read_word(unwinder->current, address, &value))
+        if (!capture__read_word(unwinder->current, address, &value)) {
+                unwinder->read_outside_copy = true;
                 return false;
+        }
         *result = value;
         return true;
 }
@@ -119,6 +132,8 @@ struct native_unwinder *native_unwinder__new(struct address_space *space, pid_t 
 void native_unwinder__free(struct native_unwinder *unwinder)
 {
         /* The Dwfl (and its attached state) belongs to the address space. */
+        if (unwinder)
+                free(unwinder->scratch.pcs);
         free(unwinder);
 }
 
@@ -133,6 +148,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
                 return DWARF_CB_ABORT;
         if (out->n_pcs >= unwinder->max_depth) {
                 out->truncated = true;
+                out->end = UNWIND_DEPTH_LIMIT;
                 return DWARF_CB_ABORT;
         }
         out->pcs[out->n_pcs++] = activation || pc == 0 ? pc : pc - 1;
@@ -146,10 +162,15 @@ static size_t walk(struct native_unwinder *unwinder)
 
         out->n_pcs = 0;
         out->truncated = false;
+        out->end = UNWIND_COMPLETE;
+        unwinder->read_outside_copy = false;
         r = dwfl_getthread_frames(address_space__dwfl(unwinder->space), unwinder->current->tid,
                                   on_frame, unwinder);
-        if (r != 0)
+        if (r != 0 && out->end == UNWIND_COMPLETE) {
                 out->truncated = true;
+                out->end =
+                    unwinder->read_outside_copy ? UNWIND_OUT_OF_COPY : UNWIND_NEEDS_REGISTERS;
+        }
         return out->n_pcs;
 }
 
@@ -187,22 +208,53 @@ static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
         return false;
 }
 
+static bool reserve_scratch(struct native_unwinder *unwinder, size_t max_depth)
+{
+        uint64_t *pcs;
+
+        if (unwinder->scratch_capacity >= max_depth)
+                return true;
+        pcs = realloc(unwinder->scratch.pcs, max_depth * sizeof(*pcs));
+        if (!pcs)
+                return false;
+        unwinder->scratch.pcs = pcs;
+        unwinder->scratch_capacity = max_depth;
+        return true;
+}
+
+/* Walks again with a recovered RBP into scratch; keeps it if deeper. */
+static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thread_stack *out)
+{
+        struct thread_stack *scratch = &unwinder->scratch;
+
+        if (!reserve_scratch(unwinder, unwinder->max_depth) ||
+            !recover_bp(unwinder, &unwinder->recovered_bp))
+                return;
+        unwinder->use_recovered_bp = true;
+        unwinder->out = scratch;
+        walk(unwinder);
+        unwinder->out = out;
+        if (scratch->n_pcs <= out->n_pcs)
+                return;
+        memcpy(out->pcs, scratch->pcs, scratch->n_pcs * sizeof(*out->pcs));
+        out->n_pcs = scratch->n_pcs;
+        out->truncated = scratch->truncated;
+        out->end = scratch->end;
+}
+
 size_t native_unwinder__unwind(struct native_unwinder *unwinder, const struct capture *capture,
                                struct thread_stack *out, size_t max_depth)
 {
-        size_t first;
-
         unwinder->current = capture;
         unwinder->out = out;
         unwinder->max_depth = max_depth;
         unwinder->use_recovered_bp = false;
-        first = walk(unwinder);
-        if (capture->kind == CAPTURE_BLOCKED && out->truncated && first < max_depth &&
-            recover_bp(unwinder, &unwinder->recovered_bp)) {
-                unwinder->use_recovered_bp = true;
-                if (walk(unwinder) <= first) {
-                        unwinder->use_recovered_bp = false;
-                        walk(unwinder);
+        walk(unwinder);
+        if (capture->kind == CAPTURE_BLOCKED) {
+                walk_with_recovered_bp(unwinder, out);
+                if (out->end == UNWIND_COMPLETE && out->n_pcs < MIN_BLOCKED_FRAMES) {
+                        out->truncated = true;
+                        out->end = UNWIND_NEEDS_REGISTERS;
                 }
         }
         unwinder->current = NULL;

@@ -197,10 +197,12 @@ static void test_refresh(struct address_space *space)
 {
         Dwfl *dwfl = address_space__dwfl(space);
         const struct mapped_file *libc_mapping =
-                address_space__mapping_at(space, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"));
+            address_space__mapping_at(space, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"));
+        Dwfl_Module *libc_module = dwfl_addrmodule(dwfl, libc_mapping->start);
         struct symbolized_pc pc;
         void *handle, *fn;
 
+        CHECK(libc_module);
         CHECK(address_space__refresh(space) == 0);
         handle = dlopen("libBrokenLocale.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!handle) {
@@ -218,6 +220,8 @@ static void test_refresh(struct address_space *space)
         CHECK(strcmp(pc.lines[0].function, "__ctype_get_mb_cur_max") == 0);
         CHECK(address_space__mapping_at(space, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid")) ==
               libc_mapping);
+        /* Unchanged files keep their libdwfl module (and its loaded DWARF). */
+        CHECK(dwfl_addrmodule(dwfl, libc_mapping->start) == libc_module);
         dlclose(handle);
         CHECK(address_space__refresh(space) == 0);
         test_plain(space);
@@ -238,13 +242,13 @@ static void test_demangle(void)
 static void test_maps_parse(void)
 {
         static const char text[] =
-                "55d0c0a00000-55d0c0a01000 r-xp 00001000 fd:01 1234   /usr/bin/a b (deleted)\n"
-                "garbage line\n"
-                "ffffffffffffffffff-1 r-xp 0 0:0 0\n"
-                "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
-                "2000-1000 r-xp 00000000 00:00 0\n"
-                "7f0000002000-7f0000003000 r-xp 00000000 08:02 99999999999999999999999 /x\n"
-                "7f0000004000-7f0000005000 r-x";
+            "55d0c0a00000-55d0c0a01000 r-xp 00001000 fd:01 1234   /usr/bin/a b (deleted)\n"
+            "garbage line\n"
+            "ffffffffffffffffff-1 r-xp 0 0:0 0\n"
+            "7f0000000000-7f0000001000 rw-p 00000000 00:00 0 \n"
+            "2000-1000 r-xp 00000000 00:00 0\n"
+            "7f0000002000-7f0000003000 r-xp 00000000 08:02 99999999999999999999999 /x\n"
+            "7f0000004000-7f0000005000 r-x";
         struct proc_maps maps;
 
         CHECK(proc_maps__parse(text, sizeof(text) - 1, &maps) == 0);
@@ -262,15 +266,15 @@ static void test_maps_parse(void)
 static void test_source_path(void)
 {
         static const char *const cases[][3] = {
-                {"/tmp/build", "../../work/x.c", "/work/x.c"},
-                {NULL, "a/./b/../c.c", "a/c.c"},
-                {"/", "../x", "/x"},
-                {NULL, "../../x", "../../x"},
-                {"relative", "y.c", "y.c"},
-                {"/a", "/abs//y/./z.c", "/abs/y/z.c"},
-                {"/a/b", "c/../../d.c", "/a/d.c"},
-                {NULL, "a/..", "."},
-                {NULL, "", ""},
+            {"/tmp/build", "../../work/x.c", "/work/x.c"},
+            {NULL, "a/./b/../c.c", "a/c.c"},
+            {"/", "../x", "/x"},
+            {NULL, "../../x", "../../x"},
+            {"relative", "y.c", "y.c"},
+            {"/a", "/abs//y/./z.c", "/abs/y/z.c"},
+            {"/a/b", "c/../../d.c", "/a/d.c"},
+            {NULL, "a/..", "."},
+            {NULL, "", ""},
         };
         struct string_pool pool;
 
@@ -283,7 +287,8 @@ static void test_source_path(void)
                                 got);
                 CHECK(strcmp(got, cases[i][2]) == 0);
         }
-        CHECK(source_path__intern(&pool, "/w", "../x.c") == source_path__intern(&pool, NULL, "/x.c"));
+        CHECK(source_path__intern(&pool, "/w", "../x.c") ==
+              source_path__intern(&pool, NULL, "/x.c"));
         string_pool__clear(&pool);
 }
 
