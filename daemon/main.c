@@ -216,6 +216,9 @@ int main(int argc, char **argv)
                       : config.verbosity == 1 ? LOG_LEVEL_INFO
                                               : LOG_LEVEL_WARNING);
         raise_fd_limit();
+        /* A privileged daemon must not fetch debug info over the network
+         * behind the user's back (libdw honours DEBUGINFOD_URLS). */
+        unsetenv("DEBUGINFOD_URLS");
         signal_fd = block_signals();
         if (registry__init(&registry, &config) < 0 || signal_fd < 0) {
                 log_error("cannot initialise: %s", strerror(errno ? errno : ENOMEM));

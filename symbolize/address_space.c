@@ -115,20 +115,15 @@ static int layout__add_mapping(struct address_space *space, struct layout *l,
 static int layout__add_group(struct address_space *space, struct layout *l,
                              const struct proc_map *maps, size_t n)
 {
-        struct module probe, *m;
         const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
+        struct module *m;
 
         if (!name || array__reserve((void **)&l->modules, &l->cap_modules, l->n_modules,
                                     sizeof(*l->modules)) < 0)
                 return -ENOMEM;
-        probe = (struct module){.name = name,
-                                .start = maps[0].start,
-                                .inode = maps[0].inode,
-                                .dev_major = maps[0].dev_major,
-                                .dev_minor = maps[0].dev_minor,
-                                .first_offset = maps[0].offset};
         m = &l->modules[l->n_modules++];
-        module__report(space, maps, n, layout__old_module(space, &probe), m);
+        module__init(m, name, maps, n);
+        module__report(space, maps, n, layout__old_module(space, m), m);
         for (size_t i = 0; i < n; i++) {
                 if (maps[i].executable && layout__add_mapping(space, l, &maps[i], m) < 0)
                         return -ENOMEM;

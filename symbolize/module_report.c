@@ -127,13 +127,10 @@ static void module__report_new(struct address_space *space, const struct proc_ma
         module__adopt(space, mod, m);
 }
 
-void module__report(struct address_space *space, const struct proc_map *maps, size_t n,
-                    const struct module *old, struct module *m)
+void module__init(struct module *m, const char *name, const struct proc_map *maps, size_t n)
 {
-        const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
-
         *m = (struct module){
-            .name = name ? name : "",
+            .name = name,
             .start = maps[0].start,
             .limit = maps[n - 1].limit,
             .inode = maps[0].inode,
@@ -141,7 +138,11 @@ void module__report(struct address_space *space, const struct proc_map *maps, si
             .dev_minor = maps[0].dev_minor,
             .first_offset = maps[0].offset,
         };
-        if (!name || module__keep(space, old, m))
-                return;
-        module__report_new(space, maps, n, m);
+}
+
+void module__report(struct address_space *space, const struct proc_map *maps, size_t n,
+                    const struct module *old, struct module *m)
+{
+        if (!module__keep(space, old, m))
+                module__report_new(space, maps, n, m);
 }

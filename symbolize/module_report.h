@@ -6,11 +6,14 @@
 #include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer_internal.h"
 
-/* Reports the consecutive mappings maps[0..n) of one file as a module of
- * space->dwfl (between dwfl_report_begin and dwfl_report_end) and describes
- * it in *m.  `old` is the same file's record from the previous report, if
- * any, whose libdwfl module is then kept as is.  When the file cannot be
- * opened or does not match its mappings, m->dwfl_module is NULL. */
+/* Describes the consecutive mappings maps[0..n) of one file, named `name`
+ * (interned), in *m, before anything is reported. */
+void module__init(struct module *m, const char *name, const struct proc_map *maps, size_t n);
+/* Reports the file of *m (from module__init) as a module of space->dwfl,
+ * between dwfl_report_begin and dwfl_report_end.  `old` is the same file's
+ * record from the previous report, if any, whose libdwfl module is then
+ * kept as is.  When the file cannot be opened or does not match its
+ * mappings, m->dwfl_module stays NULL. */
 void module__report(struct address_space *space, const struct proc_map *maps, size_t n,
                     const struct module *old, struct module *m);
 /* Whether two records describe the same mapped file at the same place. */
