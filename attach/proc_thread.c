@@ -167,3 +167,21 @@ bool proc_thread__comm(const struct proc_thread_files *files, char name[16])
         memcpy(name, buf, 16);
         return true;
 }
+
+uint64_t proc_process__start_code(pid_t pid)
+{
+        char buf[1024];
+        unsigned long long start_code = 0;
+        const char *p;
+        _cleanup_close_ int fd = open_task_file(pid, pid, "stat");
+
+        if (read_small(fd, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+                return 0;
+        /* Field 26 (startcode); the text after ") " starts at field 3. */
+        if (sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                   "%*d %*d %*u %*u %*d %*u %llu",
+                   &start_code) != 1)
+                return 0;
+        return start_code;
+}

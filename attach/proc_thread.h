@@ -53,3 +53,7 @@ bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
 
 /* Parses one line of /proc/.../syscall; exposed for unit tests. */
 enum proc_syscall_result proc_syscall__parse(const char *text, struct blocked_point *point);
+
+/* An address inside the main executable's code (startcode from
+ * /proc/PID/stat), or 0 when unreadable. */
+uint64_t proc_process__start_code(pid_t pid);

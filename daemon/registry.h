@@ -22,6 +22,7 @@ struct native_unwinder;
 struct profiled_target {
         struct address_space *space;
         struct native_unwinder *unwinder;
+        struct location_cache locations;
         uint64_t last_refresh_ns;
 };
 

@@ -31,9 +31,10 @@
 #include "unwind/native_unwinder.h"
 #include "util/log.h"
 
-#define STOP_WAIT_NS       (200ull * 1000 * 1000)
-#define MAPS_REFRESH_NS    (1000ull * 1000 * 1000)
-#define NAME_REFRESH_TICKS 16
+#define STOP_WAIT_NS         (200ull * 1000 * 1000)
+#define MAPS_REFRESH_NS      (1000ull * 1000 * 1000)
+#define NAME_REFRESH_TICKS   16
+#define LOCATION_CACHE_SLOTS 16384
 
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
@@ -82,6 +83,9 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         if (!profiled->unwinder)
                 log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
                             (int)target->pid);
+        (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
+        sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
+                                          proc_process__start_code(target->pid));
         profiled->last_refresh_ns = monotonic_ns();
         target->owner = profiled;
         return 0;
@@ -93,6 +97,7 @@ void sampler__release_target(struct target *target)
 
         if (!profiled)
                 return;
+        location_cache__release(&profiled->locations);
         native_unwinder__free(profiled->unwinder);
         address_space__free(profiled->space);
         free(profiled);
@@ -254,7 +259,8 @@ static void record_thread(struct registry *registry, struct target *target, stru
 
         if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
                 (void)proc_thread__comm(&thread->files, thread->name);
-        if (sample_recorder__record(&registry->recorder, profiled->space, &record) < 0) {
+        if (sample_recorder__record(&registry->recorder, profiled->space, &profiled->locations,
+                                    &record) < 0) {
                 registry->stats.errors++;
                 return;
         }
@@ -329,18 +335,21 @@ static void restop_blocked_threads(struct registry *registry)
 /* Phase 5. */
 static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
 {
+        uint64_t threads = 0;
+
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner)
                         continue;
-                if (target->n_threads > registry->stats.max_threads)
-                        registry->stats.max_threads = target->n_threads;
+                threads += target->n_threads;
                 for (size_t i = 0; i < target->n_threads; i++) {
                         struct tthread *thread = target->threads[i];
                         if (thread->captured || thread->reuse_last_stack)
                                 record_thread(registry, target, thread, tick_realtime_ns);
                 }
         }
+        if (threads > registry->stats.max_threads)
+                registry->stats.max_threads = threads;
 }
 
 void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)

@@ -48,7 +48,12 @@ static uint64_t location_id(struct sample_recorder *recorder, struct address_spa
         struct pb_line lines[SYMBOL_MAX_INLINE];
         char unknown[32];
 
-        address_space__symbolize(space, address, &symbolized);
+        if (space) {
+                address_space__symbolize(space, address, &symbolized);
+        } else {
+                symbolized = (struct symbolized_pc){.address = address, .n_lines = 1};
+                symbolized.lines[0] = (struct symbol_line){.function = "", .file = ""};
+        }
         for (size_t i = 0; i < symbolized.n_lines; i++) {
                 const struct symbol_line *line = &symbolized.lines[i];
                 lines[i] = (struct pb_line){
@@ -67,8 +72,28 @@ static uint64_t location_id(struct sample_recorder *recorder, struct address_spa
                                          symbolized.n_lines);
 }
 
+static uint64_t cached_location_id(struct sample_recorder *recorder, struct address_space *space,
+                                   struct location_cache *cache, uint64_t address)
+{
+        uint64_t id = cache ? location_cache__get(cache, address) : 0;
+
+        if (id)
+                return id;
+        id = location_id(recorder, space, address);
+        if (cache)
+                location_cache__put(cache, address, id);
+        return id;
+}
+
+void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
+                                       struct address_space *space, uint64_t address)
+{
+        if (space)
+                (void)mapping_id(recorder, address_space__mapping_at(space, address));
+}
+
 int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
-                            const struct sample_record *record)
+                            struct location_cache *cache, const struct sample_record *record)
 {
         const struct thread_stack *stack = record->stack;
         size_t n = stack->n_pcs < RECORD_MAX_FRAMES ? stack->n_pcs : RECORD_MAX_FRAMES;
@@ -87,7 +112,9 @@ int sample_recorder__record(struct sample_recorder *recorder, struct address_spa
 
         if (!ids)
                 return -ENOMEM;
+        if (cache && space)
+                location_cache__validate(cache, address_space__generation(space));
         for (size_t i = 0; i < n; i++)
-                ids[i] = location_id(recorder, space, stack->pcs[i]);
+                ids[i] = cached_location_id(recorder, space, cache, stack->pcs[i]);
         return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
 }

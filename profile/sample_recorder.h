@@ -9,6 +9,8 @@
 
 #include "attach/target.h"
 
+#include "profile/location_cache.h"
+
 struct address_space;
 struct profile_builder;
 
@@ -29,6 +31,12 @@ struct sample_recorder {
         uint64_t last_mapping_id;
 };
 
-/* Returns 0 or -ENOMEM. */
+/* Records one sample.  `cache` is the target's address -> Location cache
+ * (may be NULL).  Returns 0 or -ENOMEM. */
 int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
-                            const struct sample_record *record);
+                            struct location_cache *cache, const struct sample_record *record);
+
+/* Registers the mapping holding `address` (the target's main executable)
+ * so that it comes first in the profile, as pprof expects. */
+void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
+                                       struct address_space *space, uint64_t address);

@@ -204,6 +204,7 @@ int address_space__refresh(struct address_space *space)
                 return r;
         if (space->maps_text && len == space->maps_len && memcmp(text, space->maps_text, len) == 0)
                 return 0;
+        space->generation++;
         r = proc_maps__parse(text, len, &maps);
         if (r < 0)
                 return r;
@@ -215,6 +216,11 @@ int address_space__refresh(struct address_space *space)
         space->maps_text = take_ptr(text);
         space->maps_len = len;
         return 0;
+}
+
+uint64_t address_space__generation(const struct address_space *space)
+{
+        return space->generation;
 }
 
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid)

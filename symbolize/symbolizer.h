@@ -68,6 +68,10 @@ void address_space__free(struct address_space *space);
  * and re-reports modules.  Cheap when nothing changed.  Returns 0 or -errno. */
 int address_space__refresh(struct address_space *space);
 
+/* Changes whenever a refresh found different mappings, so callers can
+ * drop their own address-keyed caches. */
+uint64_t address_space__generation(const struct address_space *space);
+
 /* The Dwfl holding this process's modules, for dwfl_attach_state() and
  * dwfl_getthread_frames() by the unwinder.  Owned by the address space. */
 Dwfl *address_space__dwfl(struct address_space *space);

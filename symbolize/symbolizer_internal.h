@@ -44,6 +44,7 @@ struct address_space {
         char *debuginfo_path; /* callbacks.debuginfo_path points here */
         char *maps_text;      /* as last reported, to detect changes */
         size_t maps_len;
+        uint64_t generation;    /* bumped whenever the maps text changed */
         struct module *modules; /* sorted by start, disjoint */
         size_t n_modules;
         struct mapped_file **mappings; /* executable ones, sorted by start */
