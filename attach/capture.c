@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "attach/remote_memory.h"
@@ -29,6 +30,75 @@ void capture__release(struct capture *capture)
         free(capture->stack);
         capture->stack = NULL;
         capture->stack_capacity = 0;
+        free(capture->interp.buffer);
+        free(capture->interp.result);
+        memset(&capture->interp, 0, sizeof(capture->interp));
+}
+
+int capture__reserve_interp(struct capture *capture, size_t capacity)
+{
+        uint8_t *buffer;
+
+        if (capture->interp.capacity >= capacity)
+                return 0;
+        buffer = realloc(capture->interp.buffer, capacity);
+        if (!buffer)
+                return -ENOMEM;
+        capture->interp.buffer = buffer;
+        capture->interp.capacity = capacity;
+        return 0;
+}
+
+ssize_t capture__copy_interp(struct capture *capture, const uint64_t *addresses, const size_t *lens,
+                             size_t n)
+{
+        struct capture_interp *interp = &capture->interp;
+        struct iovec local[CAPTURE_INTERP_REGIONS], remote[CAPTURE_INTERP_REGIONS];
+        size_t first = interp->n_regions, offset = interp->used, count = 0;
+        ssize_t got;
+
+        for (size_t i = 0; i < n && first + count < CAPTURE_INTERP_REGIONS; i++) {
+                size_t len = lens[i];
+                if (len > interp->capacity - offset)
+                        len = interp->capacity - offset;
+                if (len == 0)
+                        break;
+                local[count] = (struct iovec){.iov_base = interp->buffer + offset, .iov_len = len};
+                remote[count] =
+                    (struct iovec){.iov_base = (void *)(uintptr_t)addresses[i], .iov_len = len};
+                interp->regions[first + count] =
+                    (struct capture_region){.address = addresses[i], .offset = offset};
+                offset += len;
+                count++;
+        }
+        if (count == 0)
+                return 0;
+        got = process_vm_readv(capture->pid, local, count, remote, count, 0);
+        if (got < 0)
+                return -errno;
+        /* A short read stops at the first range that faulted. */
+        size_t left = (size_t)got;
+        for (size_t i = 0; i < count && left > 0; i++) {
+                struct capture_region *region = &interp->regions[first + i];
+                region->len = left < local[i].iov_len ? left : local[i].iov_len;
+                left -= region->len;
+                interp->used = region->offset + region->len;
+                interp->n_regions = first + i + 1;
+        }
+        return got;
+}
+
+const uint8_t *capture__interp_at(const struct capture *capture, uint64_t address, size_t len)
+{
+        const struct capture_interp *interp = &capture->interp;
+
+        for (size_t i = 0; i < interp->n_regions; i++) {
+                const struct capture_region *region = &interp->regions[i];
+                if (address >= region->address && address - region->address <= region->len &&
+                    region->len - (address - region->address) >= len)
+                        return interp->buffer + region->offset + (address - region->address);
+        }
+        return NULL;
 }
 
 static uint64_t realtime_ns(void)
@@ -52,6 +122,7 @@ int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid)
         capture->pid = pid;
         capture->tid = tid;
         capture->kind = CAPTURE_STOPPED;
+        capture->interp.n_regions = capture->interp.used = 0;
         capture->time_ns = realtime_ns();
         if (ptrace(PTRACE_GETREGS, tid, NULL, &capture->regs) < 0)
                 return -errno;
@@ -66,6 +137,7 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
         capture->pid = pid;
         capture->tid = tid;
         capture->kind = CAPTURE_BLOCKED;
+        capture->interp.n_regions = capture->interp.used = 0;
         capture->time_ns = realtime_ns();
         memset(&capture->regs, 0, sizeof(capture->regs));
         capture->regs.rsp = point->sp;

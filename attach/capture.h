@@ -15,6 +15,29 @@
 
 #include "attach/proc_thread.h"
 
+/* Interpreter data (CPython thread state, data-stack chunk, top frame)
+ * copied in the same stop window as the stack, as up to
+ * CAPTURE_INTERP_REGIONS target ranges laid end to end in `buffer`.  What
+ * to copy is decided by python/; this only copies.  The buffer is sized
+ * after the resume (capture__reserve_interp), never inside the window.
+ * `result` is an opaque malloc'd block owned by the capture (python/'s last
+ * merged stack, reused while the thread stays idle), freed with it. */
+#define CAPTURE_INTERP_REGIONS 4
+
+struct capture_region {
+        uint64_t address; /* target address of the copy */
+        size_t offset;    /* where it starts in buffer */
+        size_t len;       /* bytes valid (a short read keeps what arrived) */
+};
+
+struct capture_interp {
+        size_t n_regions;
+        struct capture_region regions[CAPTURE_INTERP_REGIONS];
+        size_t used, capacity;
+        uint8_t *buffer;
+        void *result;
+};
+
 enum capture_kind {
         CAPTURE_STOPPED, /* interrupted: all registers are known */
         CAPTURE_BLOCKED, /* blocked in a syscall: SP and PC (and maybe BP) */
@@ -32,6 +55,7 @@ struct capture {
         size_t stack_len;     /* bytes valid in stack */
         size_t stack_capacity;
         uint8_t *stack;
+        struct capture_interp interp;
 };
 
 /* Allocates the stack buffer once.  0 or -ENOMEM. */
@@ -44,6 +68,20 @@ int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid);
 /* For a thread blocked in a syscall: SP/PC from /proc, the stack above SP. */
 int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
                           const struct blocked_point *point);
+
+/* Grows the interpreter buffer to at least `capacity` bytes (outside the
+ * stop window only).  0 or -ENOMEM. */
+int capture__reserve_interp(struct capture *capture, size_t capacity);
+
+/* Appends n (<= CAPTURE_INTERP_REGIONS in all) target ranges to the
+ * interpreter copy with one process_vm_readv().  Ranges that do not fit in
+ * the buffer are cut short.  Returns the number of bytes copied or -errno. */
+ssize_t capture__copy_interp(struct capture *capture, const uint64_t *addresses, const size_t *lens,
+                             size_t n);
+
+/* The copied bytes for [address, address + len), or NULL when no region
+ * holds all of them. */
+const uint8_t *capture__interp_at(const struct capture *capture, uint64_t address, size_t len);
 
 /* Reads the 8-byte word at `address` from the copy; false outside it. */
 bool capture__read_word(const struct capture *capture, uint64_t address, uint64_t *value);

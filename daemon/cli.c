@@ -4,6 +4,7 @@
  * rest of the program can trust the config.  Numbers must be whole (no
  * trailing junk) and inside documented ranges. */
 #include "daemon/config.h"
+#include "unwind/stack_merge.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,6 +32,15 @@ static const char usage_text[] =
     "                         else 1000; 10 = 100 Hz)\n"
     "      --stack-bytes N    stack bytes copied per thread-sample (4096..1048576, default 32768)\n"
     "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
+    "      --native=MODE      Python targets: native frames kept next to Python frames:\n"
+    "                         default (outside the interpreter), all, python-only\n"
+    "      --endpoint URL     export to this OTLP/gRPC collector (http:// or https://);\n"
+    "                         default $SPLUNK_PROFILER_LOGS_ENDPOINT, else http://localhost:4317\n"
+    "      --no-export        never export, even when SPLUNK_PROFILER_ENABLED=true\n"
+    "      --flush-interval MS  one Splunk record per target per MS (default: the\n"
+    "                         interval, at least 1000)\n"
+    "      --export-memory-mb N  memory for unsent records (8..4096, default 64);\n"
+    "                         the oldest are dropped beyond it\n"
     "  -v, --verbose          more log lines (repeatable)\n"
     "  -h, --help             this text\n"
     "  -V, --version          version\n"
@@ -38,6 +48,10 @@ static const char usage_text[] =
     "Example:\n"
     "  splunk-profd --pid 1234 --interval 10 --duration 30 --output cpu.pb.gz\n"
     "  go tool pprof -top cpu.pb.gz\n"
+    "  splunk-profd --pid 1234 --endpoint http://localhost:4317\n"
+    "\n"
+    "Export to Splunk is on with --endpoint, SPLUNK_PROFILER_LOGS_ENDPOINT or\n"
+    "SPLUNK_PROFILER_ENABLED=true; off otherwise or with --no-export.\n"
     "\n"
     "Exit status: 0 done, 1 runtime failure (e.g. output not writable),\n"
     "2 usage error, 3 a target cannot be profiled.\n";
@@ -112,7 +126,15 @@ static bool add_pid(struct profd_config *config, const char *text, char *error, 
         return true;
 }
 
-enum { OPT_STACK_BYTES = 256, OPT_MAX_DEPTH };
+enum {
+        OPT_STACK_BYTES = 256,
+        OPT_MAX_DEPTH,
+        OPT_NATIVE,
+        OPT_ENDPOINT,
+        OPT_NO_EXPORT,
+        OPT_FLUSH_INTERVAL,
+        OPT_EXPORT_MEMORY,
+};
 
 static const struct option long_options[] = {
     {"pid", required_argument, NULL, 'p'},
@@ -121,11 +143,48 @@ static const struct option long_options[] = {
     {"interval", required_argument, NULL, 'i'},
     {"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
     {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+    {"native", required_argument, NULL, OPT_NATIVE},
+    {"endpoint", required_argument, NULL, OPT_ENDPOINT},
+    {"no-export", no_argument, NULL, OPT_NO_EXPORT},
+    {"flush-interval", required_argument, NULL, OPT_FLUSH_INTERVAL},
+    {"export-memory-mb", required_argument, NULL, OPT_EXPORT_MEMORY},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
+
+/* The export flags; validated against the environment in cli__parse. */
+static bool apply_export_option(int opt, const char *arg, struct export_config *config, char *error,
+                                size_t error_size)
+{
+        long long value;
+
+        switch (opt) {
+        case OPT_ENDPOINT:
+                config->endpoint_flag = arg;
+                return true;
+        case OPT_NO_EXPORT:
+                config->no_export_flag = true;
+                return true;
+        case OPT_FLUSH_INTERVAL:
+                if (parse_long(arg, 1, 300000, &value)) {
+                        config->flush_interval_ms = value;
+                        return true;
+                }
+                snprintf(error, error_size,
+                         "--flush-interval %.64s: not a whole number of ms in 1..300000", arg);
+                return false;
+        default:
+                if (parse_long(arg, EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB, &value)) {
+                        config->memory_mb = value;
+                        return true;
+                }
+                snprintf(error, error_size, "--export-memory-mb %.64s: not in %d..%d", arg,
+                         EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB);
+                return false;
+        }
+}
 
 /* Applies one parsed option.  Returns false with `error` set. */
 static bool apply_option(int opt, const char *arg, struct profd_config *config, char *error,
@@ -171,9 +230,27 @@ static bool apply_option(int opt, const char *arg, struct profd_config *config, 
                 }
                 snprintf(error, error_size, "--max-depth %.64s: not in 1..4096", arg);
                 return false;
+        case OPT_NATIVE:
+                if (strcmp(arg, "default") == 0)
+                        config->native_mode = NATIVE_MODE_DEFAULT;
+                else if (strcmp(arg, "all") == 0)
+                        config->native_mode = NATIVE_MODE_ALL;
+                else if (strcmp(arg, "python-only") == 0)
+                        config->native_mode = NATIVE_MODE_PYTHON_ONLY;
+                else {
+                        snprintf(error, error_size,
+                                 "--native %.64s: not one of default, all, python-only", arg);
+                        return false;
+                }
+                return true;
         case 'v':
                 config->verbosity++;
                 return true;
+        case OPT_ENDPOINT:
+        case OPT_NO_EXPORT:
+        case OPT_FLUSH_INTERVAL:
+        case OPT_EXPORT_MEMORY:
+                return apply_export_option(opt, arg, &config->export, error, error_size);
         default:
                 snprintf(error, error_size, "unknown option (see --help)");
                 return false;
@@ -217,5 +294,7 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
                 snprintf(error, error_size, "no target: give --pid PID (see --help)");
                 return CLI_USAGE_ERROR;
         }
+        if (!export_config__resolve(&config->export, config->interval_ms, error, error_size))
+                return CLI_USAGE_ERROR;
         return CLI_RUN;
 }

@@ -8,17 +8,21 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "export/export_config.h"
+
 #define CONFIG_MAX_PIDS 1024
 
 struct profd_config {
         size_t n_pids;
         pid_t pids[CONFIG_MAX_PIDS];
-        const char *output;  /* NULL: no file */
-        double duration_s;   /* 0: until SIGINT/SIGTERM */
-        int64_t interval_ms; /* sampling period */
-        size_t stack_bytes;  /* stack copied per thread-sample */
-        size_t max_depth;    /* frames kept per stack */
-        int verbosity;       /* -v count */
+        const char *output;          /* NULL: no file */
+        double duration_s;           /* 0: until SIGINT/SIGTERM */
+        int64_t interval_ms;         /* sampling period */
+        size_t stack_bytes;          /* stack copied per thread-sample */
+        size_t max_depth;            /* frames kept per stack */
+        int verbosity;               /* -v count */
+        int native_mode;             /* enum native_mode (unwind/stack_merge.h): --native */
+        struct export_config export; /* Splunk OTLP export (see export_config.h) */
 };
 
 enum cli_result {

@@ -1,5 +1,11 @@
-/* main.c — `splunk-profd --pid N [--output FILE]`: parse, start the tracer
- * thread, wait for it or for SIGINT/SIGTERM, write the profile, summarize.
+/* main.c — `splunk-profd --pid N [--output FILE]`: parse, start the
+ * exporter thread (when exporting to Splunk) and the tracer thread, wait
+ * for the tracer or for SIGINT/SIGTERM, write the profile, let the exporter
+ * flush within a deadline, summarize.
+ *
+ * Three threads at most: main (signals, file output), the tracer (every
+ * ptrace call, sampling, record encoding) and the exporter (gRPC only, fed
+ * by a bounded queue, so a slow or absent collector never delays a tick).
  *
  * The main thread never touches a tracee.  It owns the signals: SIGINT,
  * SIGTERM and SIGHUP are read from a signalfd (so no handler ever runs at a
@@ -20,6 +26,7 @@
 #include "daemon/registry.h"
 #include "daemon/sampler.h"
 #include "daemon/tracer.h"
+#include "export/exporter.h"
 #include "export/profile_builder.h"
 #include "export/profile_file.h"
 #include "symbolize/symbolizer.h"
@@ -28,6 +35,8 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE   2
+/* On shutdown, queued records get this long to reach the collector. */
+#define EXPORT_SHUTDOWN_DEADLINE_MS 5000
 
 /* Per-thread /proc files are kept open: allow as many as the hard limit. */
 static void raise_fd_limit(void)
@@ -89,6 +98,7 @@ static void registry__release(struct registry *registry)
         target_set__free(&registry->targets);
         profile_builder__free(registry->builder);
         symbolizer__free(registry->symbolizer);
+        exporter__free(registry->exporter);
         if (registry->sigchld_fd >= 0)
                 close(registry->sigchld_fd);
         if (registry->stop_fd >= 0)
@@ -137,24 +147,49 @@ static uint64_t cpu_ms(void)
                (uint64_t)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000u;
 }
 
+/* The export counters, appended to the summary line ("" when off). */
+static void format_export_summary(const struct registry *registry, char *out, size_t size)
+{
+        struct exporter_stats e;
+
+        out[0] = '\0';
+        if (!registry->exporter)
+                return;
+        exporter__stats(registry->exporter, &e);
+        snprintf(out, size,
+                 " export_records=%llu export_samples=%llu export_requests=%llu "
+                 "export_bytes=%llu export_retries=%llu export_dropped=%llu export_failed=%llu "
+                 "export_unsent=%llu export_peak_queue_bytes=%zu export_cpu_us=%llu "
+                 "export_encode_us=%llu",
+                 (unsigned long long)e.records_sent, (unsigned long long)e.samples_sent,
+                 (unsigned long long)e.requests_sent, (unsigned long long)e.bytes_sent,
+                 (unsigned long long)e.retries, (unsigned long long)e.dropped_records,
+                 (unsigned long long)e.failed_records, (unsigned long long)e.unsent_at_exit,
+                 e.peak_queue_bytes, (unsigned long long)(e.cpu_ns / 1000),
+                 (unsigned long long)(registry->export_encode_ns / 1000));
+}
+
 static void print_summary(const struct registry *registry)
 {
         const struct run_stats *s = &registry->stats;
+        char export_summary[512];
 
-        fprintf(
-            stderr,
-            "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
-            "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
-            "reused=%llu restopped=%llu signals_forwarded=%llu eintr_repaired=%llu cpu_ms=%llu\n",
-            registry->targets.n_targets, (unsigned long long)s->max_threads,
-            (unsigned long long)s->samples, (unsigned long long)s->skipped,
-            (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
-            (unsigned long long)run_stats__pause_percentile_us(s, 0.99),
-            (unsigned long long)s->errors, (unsigned long long)s->samples_stopped,
-            (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
-            (unsigned long long)s->samples_restopped,
-            (unsigned long long)registry->events.signals_reinjected,
-            (unsigned long long)registry->events.eintr_repaired, (unsigned long long)cpu_ms());
+        format_export_summary(registry, export_summary, sizeof(export_summary));
+        fprintf(stderr,
+                "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
+                "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
+                "reused=%llu restopped=%llu merge_failed=%llu signals_forwarded=%llu "
+                "eintr_repaired=%llu cpu_ms=%llu%s\n",
+                registry->targets.n_targets, (unsigned long long)s->max_threads,
+                (unsigned long long)s->samples, (unsigned long long)s->skipped,
+                (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
+                (unsigned long long)run_stats__pause_percentile_us(s, 0.99),
+                (unsigned long long)s->errors, (unsigned long long)s->samples_stopped,
+                (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
+                (unsigned long long)s->samples_restopped, (unsigned long long)s->merge_failed,
+                (unsigned long long)registry->events.signals_reinjected,
+                (unsigned long long)registry->events.eintr_repaired, (unsigned long long)cpu_ms(),
+                export_summary);
 }
 
 static int write_output(struct registry *registry)
@@ -175,6 +210,28 @@ static int write_output(struct registry *registry)
         return 0;
 }
 
+/* Creates and starts the exporter thread when export is on.  Started
+ * after the signals are blocked, so grpc's threads inherit the mask. */
+static int start_exporter(struct registry *registry)
+{
+        char error[512];
+
+        if (!registry->config.export.enabled)
+                return 0;
+        registry->exporter = exporter__new(&registry->config.export, error, sizeof(error));
+        if (!registry->exporter) {
+                log_error("export: %s", error);
+                return -1;
+        }
+        if (exporter__start(registry->exporter) < 0) {
+                log_error("export: cannot start the exporter thread");
+                return -1;
+        }
+        log_info("exporting to %s (%s)", registry->config.export.endpoint,
+                 registry->config.export.tls ? "TLS" : "plaintext");
+        return 0;
+}
+
 static int run(struct registry *registry, int signal_fd)
 {
         pthread_t tracer;
@@ -186,6 +243,9 @@ static int run(struct registry *registry, int signal_fd)
         }
         wait_for_tracer(registry, signal_fd);
         pthread_join(tracer, NULL);
+        if (registry->exporter)
+                exporter__stop(registry->exporter,
+                               registry->attach_error ? 0 : EXPORT_SHUTDOWN_DEADLINE_MS);
         if (registry->attach_error) {
                 log_error("%s", registry->attach_why);
                 return registry->attach_exit_code;
@@ -222,6 +282,10 @@ int main(int argc, char **argv)
         signal_fd = block_signals();
         if (registry__init(&registry, &config) < 0 || signal_fd < 0) {
                 log_error("cannot initialise: %s", strerror(errno ? errno : ENOMEM));
+                registry__release(&registry);
+                return EXIT_RUNTIME;
+        }
+        if (start_exporter(&registry) < 0) {
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }

@@ -17,6 +17,9 @@ struct symbolizer;
 struct profile_builder;
 struct address_space;
 struct native_unwinder;
+struct py_process;
+struct otlp_target;
+struct exporter;
 
 /* Per-target sampler state, hung on target->owner. */
 struct profiled_target {
@@ -24,6 +27,8 @@ struct profiled_target {
         struct native_unwinder *unwinder;
         struct location_cache locations;
         uint64_t last_refresh_ns;
+        struct py_process *python; /* CPython frames, NULL for other processes */
+        struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
 };
 
 struct registry {
@@ -33,6 +38,7 @@ struct registry {
         int attach_error;     /* 0, or -errno of the first failed attach */
         int attach_exit_code; /* exit status to use for attach_error */
         char attach_why[256];
+        struct exporter *exporter; /* NULL: no export; thread-safe submit */
         /* tracer only */
         int sigchld_fd;
         struct target_set targets;
@@ -43,4 +49,5 @@ struct registry {
         struct ptrace_event_counts events;
         uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
         uint64_t start_realtime_ns;
+        uint64_t export_encode_ns; /* time spent encoding Splunk records */
 };

@@ -25,8 +25,10 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "export/otlp_target.h"
 #include "export/profile_builder.h"
 #include "attach/syscall_restart.h"
+#include "python/py_process.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
 #include "util/log.h"
@@ -38,7 +40,12 @@
 
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
+        struct profiled_target *profiled = target->owner;
+
         thread->captured = capture__from_stopped(&thread->capture, target->pid, thread->tid) == 0;
+        /* Python frame data in the same stop window: one or two reads. */
+        if (thread->captured && profiled && profiled->python)
+                py_process__capture(profiled->python, &thread->capture);
 }
 
 static void on_target_changed(void *arg, struct target *target)
@@ -86,6 +93,9 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
         sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
                                           proc_process__start_code(target->pid));
+        profiled->python = py_process__new(target->pid);
+        for (size_t i = 0; profiled->python && i < target->n_threads; i++)
+                py_process__prepare(profiled->python, target, target->threads[i]);
         profiled->last_refresh_ns = monotonic_ns();
         target->owner = profiled;
         return 0;
@@ -98,6 +108,7 @@ void sampler__release_target(struct target *target)
         if (!profiled)
                 return;
         location_cache__release(&profiled->locations);
+        py_process__free(profiled->python);
         native_unwinder__free(profiled->unwinder);
         address_space__free(profiled->space);
         free(profiled);
@@ -169,6 +180,7 @@ static bool same_point(const struct blocked_point *a, const struct blocked_point
 /* Phase 3, for one thread. */
 static void sample_blocked(struct registry *registry, struct target *target, struct tthread *thread)
 {
+        struct profiled_target *profiled = target->owner;
         struct blocked_point before, after;
         uint64_t runs_before = UINT64_MAX, runs_after = UINT64_MAX - 1;
 
@@ -183,11 +195,15 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 thread->reuse_last_stack = true;
                 return;
         }
-        if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0 ||
-            proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
+        if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
+                goto skipped;
+        if (profiled && profiled->python)
+                py_process__capture(profiled->python, &thread->capture);
+        if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
             !same_point(&before, &after) ||
             !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after) ||
             runs_after != runs_before) {
+        skipped:
                 registry->stats.skipped++;
                 return;
         }
@@ -220,10 +236,11 @@ static void refresh_address_space(struct target *target)
         (void)address_space__refresh(profiled->space);
 }
 
-static void unwind_capture(struct target *target, struct tthread *thread)
+static void unwind_capture(struct registry *registry, struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
         struct thread_stack *stack = &thread->last_stack;
+        bool merge_failed = false;
 
         stack->n_pcs = 0;
         stack->truncated = true;
@@ -236,6 +253,13 @@ static void unwind_capture(struct target *target, struct tthread *thread)
                 stack->n_pcs = 1;
                 stack->truncated = true;
         }
+        if (profiled->python)
+                py_process__prepare(profiled->python, target, thread);
+        if (profiled->python &&
+            !py_process__merge(profiled->python, profiled->space, &thread->capture, stack,
+                               (enum native_mode)registry->config.native_mode, &merge_failed))
+                registry->stats.errors++;
+        registry->stats.merge_failed += merge_failed;
         thread->last_stack_valid = true;
         thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED;
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
@@ -248,6 +272,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
 {
         struct profiled_target *profiled = target->owner;
         bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
+        const struct merged_stack *merged = thread->capture.interp.result;
         struct sample_record record = {
             .pid = target->pid,
             .tid = thread->tid,
@@ -255,7 +280,12 @@ static void record_thread(struct registry *registry, struct target *target, stru
             .thread_state = stopped && !thread->needs_stop ? "running" : "blocked",
             .time_ns = tick_realtime_ns,
             .stack = &thread->last_stack,
+            .thread_id = thread->tid, /* native: no runtime id beyond the tid */
+            .merged = merged,
         };
+
+        if (merged && merged->has_thread_ident)
+                record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
 
         if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
                 (void)proc_thread__comm(&thread->files, thread->name);
@@ -264,6 +294,8 @@ static void record_thread(struct registry *registry, struct target *target, stru
                 registry->stats.errors++;
                 return;
         }
+        if (profiled->otlp)
+                (void)otlp_target__record(profiled->otlp, profiled->space, &record);
         registry->stats.samples++;
         if (stopped) {
                 registry->stats.samples_stopped++;
@@ -290,7 +322,7 @@ static size_t unwind_captures(struct registry *registry)
                         struct tthread *thread = target->threads[i];
                         thread->needs_stop = false;
                         if (thread->captured)
-                                unwind_capture(target, thread);
+                                unwind_capture(registry, target, thread);
                         needs_stop += thread->needs_stop;
                 }
         }
@@ -325,7 +357,7 @@ static void restop_blocked_threads(struct registry *registry)
                 for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
                         struct tthread *thread = target->threads[i];
                         if (thread->needs_stop && thread->captured) {
-                                unwind_capture(target, thread);
+                                unwind_capture(registry, target, thread);
                                 registry->stats.samples_restopped++;
                         }
                 }

@@ -9,7 +9,12 @@
  * Why detach by exiting: PTRACE_DETACH needs the tracee in a ptrace-stop,
  * and stopping a thread blocked in epoll_wait makes that call fail with
  * EINTR.  When the tracer thread exits, the kernel unlinks every tracee
- * without stopping it (a group-stopped one stays stopped). */
+ * without stopping it (a group-stopped one stays stopped).
+ *
+ * Export: each target's samples also go to a Splunk record (export/
+ * otlp_target.h); after every tick the records that are due are encoded
+ * and handed to the exporter thread's queue, which never waits.  A target
+ * that exits, and every target at the end, flushes what it has. */
 #include "daemon/tracer.h"
 
 #include <errno.h>
@@ -23,8 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach/proc_thread.h"
 #include "attach/target_check.h"
 #include "daemon/sampler.h"
+#include "export/otlp_target.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -49,6 +56,7 @@ static int attach_one(struct registry *registry, pid_t pid)
             .max_depth = registry->config.max_depth,
         };
         struct target *target = NULL;
+        struct profiled_target *profiled;
         int r;
 
         if (target_check(pid, registry->attach_why, sizeof(registry->attach_why)) != TARGET_OK)
@@ -62,7 +70,39 @@ static int attach_one(struct registry *registry, pid_t pid)
                 return fail_attach(registry, -ENOMEM, 1);
         }
         log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
-        return sampler__prepare_target(registry, target);
+        r = sampler__prepare_target(registry, target);
+        if (r < 0 || !registry->exporter)
+                return r;
+        profiled = target->owner;
+        profiled->otlp =
+            otlp_target__new(pid, registry->config.interval_ms, proc_process__start_code(pid));
+        if (!profiled->otlp)
+                log_warning("PID %d: out of memory: not exported", (int)pid);
+        return 0;
+}
+
+/* Hands the due Splunk records to the exporter; `force` flushes all. */
+static void export_after_tick(struct registry *registry, bool force)
+{
+        const struct export_config *config = &registry->config.export;
+        uint64_t interval = (uint64_t)registry->config.interval_ms;
+        uint64_t ticks = ((uint64_t)config->flush_interval_ms + interval / 2) / interval;
+
+        if (!registry->exporter)
+                return;
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                struct profiled_target *profiled = target->owner;
+                if (!profiled || !profiled->otlp)
+                        continue;
+                otlp_target__after_tick(profiled->otlp, registry->exporter, ticks ? ticks : 1,
+                                        force || target->gone);
+                if (force || target->gone) {
+                        registry->export_encode_ns += profiled->otlp->encode_ns;
+                        otlp_target__free(profiled->otlp);
+                        profiled->otlp = NULL;
+                }
+        }
 }
 
 static int attach_all(struct registry *registry)
@@ -137,6 +177,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                         break;
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
                         sampler__tick(registry, realtime_ns());
+                        export_after_tick(registry, false);
                         /* Catch up without bursts if a tick overran. */
                         uint64_t due = (monotonic_ns() - registry->start_ns) / interval_ns + 1;
                         tick = due > tick ? due : tick + 1;
@@ -171,6 +212,7 @@ void *tracer__main(void *arg)
                 run_loop(registry, timer_fd);
                 registry->end_ns = monotonic_ns();
         }
+        export_after_tick(registry, true);
         /* Leave no signal unforwarded and no new thread unresumed. */
         sampler__handle_events(registry, 0);
         notify_main(registry, 2);

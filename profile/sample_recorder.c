@@ -2,17 +2,20 @@
  *
  * Labels follow Splunk's pprof conventions (numeric thread.os.id,
  * source.event.time in ms, source.event.period in ms, string
- * thread.stack.truncated = "true" when the stack is incomplete), plus
+ * thread.stack.truncated = "true" when the stack is incomplete, numeric
+ * thread.id and string trace_id/span_id when the caller knows them), plus
  * thread.state and process.pid, which pprof tools can filter on. */
 #include "profile/sample_recorder.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/profile_builder.h"
 #include "symbolize/symbolizer.h"
+#include "unwind/stack_merge.h"
 #include "util/cleanup.h"
 
 #define RECORD_MAX_FRAMES 4096
@@ -92,23 +95,79 @@ void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
                 (void)mapping_id(recorder, address_space__mapping_at(space, address));
 }
 
+/* Fills `labels` (room for 10); returns how many. */
+static size_t sample_labels(const struct sample_recorder *recorder,
+                            const struct sample_record *record, bool truncated,
+                            struct pb_label *labels)
+{
+        size_t n = 0;
+
+        labels[n++] = (struct pb_label){.key = "source.event.time",
+                                        .num = (int64_t)(record->time_ns / 1000000u)};
+        labels[n++] = (struct pb_label){.key = "source.event.period", .num = recorder->period_ms};
+        if (record->thread_id)
+                labels[n++] = (struct pb_label){.key = "thread.id", .num = record->thread_id};
+        labels[n++] = (struct pb_label){.key = "thread.os.id", .num = record->tid};
+        labels[n++] = (struct pb_label){.key = "thread.name", .str = record->thread_name};
+        labels[n++] = (struct pb_label){.key = "thread.state", .str = record->thread_state};
+        labels[n++] = (struct pb_label){.key = "process.pid", .num = record->pid};
+        if (record->trace_id && record->span_id) {
+                labels[n++] = (struct pb_label){.key = "trace_id", .str = record->trace_id};
+                labels[n++] = (struct pb_label){.key = "span_id", .str = record->span_id};
+        }
+        if (truncated)
+                labels[n++] = (struct pb_label){.key = "thread.stack.truncated", .str = "true"};
+        return n;
+}
+
+/* A Python frame: mapping 0, address 0, one Line (function = system name =
+ * co_qualname or co_name, file = co_filename, line or -1). */
+static uint64_t python_location_id(struct sample_recorder *recorder,
+                                   const struct merged_frame *frame)
+{
+        struct pb_line line = {
+            .function = frame->function,
+            .filename = frame->filename,
+            .line = frame->line > 0 ? frame->line : -1,
+        };
+
+        return profile_builder__location(recorder->builder, 0, 0, &line, 1);
+}
+
+static int record_merged(struct sample_recorder *recorder, struct address_space *space,
+                         struct location_cache *cache, const struct sample_record *record)
+{
+        const struct merged_stack *merged = record->merged;
+        size_t n = merged->n < RECORD_MAX_FRAMES ? merged->n : RECORD_MAX_FRAMES;
+        _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+        int64_t one = 1;
+        struct pb_label labels[10];
+        size_t n_labels =
+            sample_labels(recorder, record, merged->truncated || n < merged->n, labels);
+
+        if (!ids)
+                return -ENOMEM;
+        if (cache && space)
+                location_cache__validate(cache, address_space__generation(space));
+        for (size_t i = 0; i < n; i++)
+                ids[i] = merged->frames[i].function
+                             ? python_location_id(recorder, &merged->frames[i])
+                             : cached_location_id(recorder, space, cache, merged->frames[i].pc);
+        return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
+}
+
 int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
                             struct location_cache *cache, const struct sample_record *record)
 {
+        if (record->merged && record->merged->n > 0)
+                return record_merged(recorder, space, cache, record);
         const struct thread_stack *stack = record->stack;
         size_t n = stack->n_pcs < RECORD_MAX_FRAMES ? stack->n_pcs : RECORD_MAX_FRAMES;
         _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
         int64_t one = 1;
-        struct pb_label labels[] = {
-            {.key = "source.event.time", .num = (int64_t)(record->time_ns / 1000000u)},
-            {.key = "source.event.period", .num = recorder->period_ms},
-            {.key = "thread.os.id", .num = record->tid},
-            {.key = "thread.name", .str = record->thread_name},
-            {.key = "thread.state", .str = record->thread_state},
-            {.key = "process.pid", .num = record->pid},
-            {.key = "thread.stack.truncated", .str = "true"},
-        };
-        size_t n_labels = ARRAY_SIZE(labels) - !(stack->truncated || n < stack->n_pcs);
+        struct pb_label labels[10];
+        size_t n_labels =
+            sample_labels(recorder, record, stack->truncated || n < stack->n_pcs, labels);
 
         if (!ids)
                 return -ENOMEM;

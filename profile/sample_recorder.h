@@ -13,6 +13,7 @@
 
 struct address_space;
 struct profile_builder;
+struct merged_stack;
 
 struct sample_record {
         pid_t pid;
@@ -21,6 +22,12 @@ struct sample_record {
         const char *thread_state; /* "running" or "blocked" */
         uint64_t time_ns;         /* CLOCK_REALTIME */
         const struct thread_stack *stack;
+        int64_t thread_id;    /* thread.id label (runtime thread id); 0 = none */
+        const char *trace_id; /* 32 lowercase hex digits, or NULL */
+        const char *span_id;  /* 16 lowercase hex digits, or NULL */
+        /* Python targets: the merged native + Python stack; when non-NULL
+         * with n > 0 it is recorded instead of `stack`. */
+        const struct merged_stack *merged;
 };
 
 struct sample_recorder {

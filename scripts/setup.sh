@@ -12,6 +12,8 @@ packages=(
   libgrpc-dev
   # tests: reference tools and process helpers
   python3 python3-pip python3-pytest gdb strace util-linux procps
+  # export tests: a self-signed CA for the TLS collector
+  openssl
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -27,6 +29,11 @@ if ((${#missing[@]})); then
 fi
 # The python3 first on PATH may not be Debian's: make sure it has pytest.
 python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+# The export tests' OTLP receiver: grpcio and the official OTLP protobuf
+# classes (tests/otlp_receiver.py); Debian packages neither at usable versions.
+python3 -c 'import grpc, opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc' 2>/dev/null ||
+  python3 -m pip install -q grpcio opentelemetry-proto 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages grpcio opentelemetry-proto
 
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup --reconfigure build >/dev/null
 ninja -C build

@@ -88,8 +88,9 @@ def wait_released(pid, timeout=1.0, stopped=False):
         time.sleep(0.02)
 
 
-def assert_progressing(pid, timeout=2.0):
-    """Fails unless pid is alive and its CPU time advances within timeout."""
+def assert_progressing(pid, timeout=5.0):
+    """Fails unless pid is alive and its CPU time advances within timeout
+    (generous: on a loaded 2-core VM a runnable thread can wait seconds)."""
     assert proc_status(pid) is not None, f"target {pid} is gone"
     start = cpu_ticks(pid)
     deadline = time.monotonic() + timeout
@@ -108,6 +109,12 @@ def wait_traced(pid, timeout=5.0):
             return tracers.pop()
         time.sleep(0.02)
     pytest.fail(f"nothing attached to {pid} within {timeout}s")
+
+
+def tracer_process(tracer_tid):
+    """The process (Tgid) of a TracerPid, which names the tracing thread."""
+    status = proc_status(tracer_tid)
+    return int(status["Tgid"]) if status else None
 
 
 def build_id(path):
@@ -259,13 +266,16 @@ class Profile:
         self.data = data
         self.samples = data["samples"]
         self.mappings = data["mappings"]
+        self.summary_line = ""  # the daemon's summary, for failure messages
 
     def thread(self, name):
         """The samples whose thread.name label is `name`."""
         return [s for s in self.samples if s["labels"].get("thread.name") == [name]]
 
     def thread_names(self):
-        return collections.Counter(tuple(s["labels"].get("thread.name", ())) for s in self.samples)
+        """Samples per thread.name (and the daemon's summary), for failure messages."""
+        counts = collections.Counter(tuple(s["labels"].get("thread.name", ())) for s in self.samples)
+        return f"{dict(counts)} {self.summary_line}"
 
     def mapping_with_build_id(self, build_id_hex):
         return [m for m in self.mappings if m["build_id"].lower() == build_id_hex]
@@ -398,7 +408,9 @@ class Profd:
         args = [a for pid in pids for a in ("--pid", pid)]
         result = self.run(*args, "--duration", duration, "--interval", interval, *extra, timeout=duration + 60)
         assert result.returncode == 0, str(result)
-        return result, self.read_profile(result.output)
+        prof = self.read_profile(result.output)
+        prof.summary_line = next((l for l in result.stderr.splitlines() if "summary:" in l), "")
+        return result, prof
 
     def cleanup(self):
         for proc in self._started:
@@ -430,8 +442,90 @@ def send_signal_when_attached(proc, target_pid, sig, sample_for=1.0):
     """Waits until the daemon proc traces target_pid, lets it sample for a
     while, then sends it sig."""
     tracer = wait_traced(target_pid)
-    assert tracer == proc.pid, f"{target_pid} is traced by {tracer}, not by the daemon {proc.pid}"
+    assert tracer_process(tracer) == proc.pid, f"{target_pid} is traced by {tracer}, not by the daemon {proc.pid}"
     time.sleep(sample_for)
     assert proc.poll() is None, f"daemon exited early with {proc.returncode}"
     proc.send_signal(sig)
 
+
+
+# ------------------------------------------------- Python interpreters
+# Real CPython interpreters from Debian releases (tests/test_python.py):
+# chroots made by scripts/setup-pythons.sh in $SPLUNK_PROFD_PYTHONS
+# (default /var/cache/splunk-profd/pythons), plus the machine's own 3.11.
+
+PYTHONS_CACHE = Path(os.environ.get("SPLUNK_PROFD_PYTHONS", "/var/cache/splunk-profd/pythons"))
+PYTHONS_SETUP = REPO / "scripts" / "setup-pythons.sh"
+PYTHON_TARGETS = REPO / "tests" / "python_targets"
+HOST_PYTHON = Path("/usr/bin/python3.11")
+PYTHON_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+class Interpreter:
+    """One CPython: `root` is its chroot (None for the host's 3.11)."""
+
+    def __init__(self, name, minor, root):
+        self.name, self.minor, self.root = name, minor, root
+
+    def install(self, files):
+        """Copies files into a new directory the interpreter sees (inside
+        the chroot) and returns that directory's path as the target sees it."""
+        import shutil
+        import uuid
+
+        seen = Path("/tmp") / f"profd-pytest-{uuid.uuid4().hex[:10]}"
+        host = Path(f"{self.root}{seen}") if self.root else seen
+        host.mkdir(parents=True)
+        for f in files:
+            shutil.copy(f, host / Path(f).name)
+        return seen
+
+    def host_path(self, seen):
+        """The host path of a path as the target sees it."""
+        return Path(f"{self.root}{seen}") if self.root else Path(seen)
+
+    def argv(self, script, *args):
+        python = ["/usr/sbin/chroot", str(self.root), "python3"] if self.root else [str(HOST_PYTHON)]
+        return [*python, str(script), *(str(a) for a in args)]
+
+    def __repr__(self):
+        return self.name
+
+
+PYTHON_CHROOTS = {"3.9-bullseye": (3, 9), "3.13-trixie": (3, 13), "3.14-forky": (3, 14)}
+PYTHON_NAMES = ["3.9-bullseye", "3.11-host", "3.13-trixie", "3.14-forky"]
+
+
+def _pythons_ready():
+    missing = [
+        name for name in PYTHON_CHROOTS
+        if not ((PYTHONS_CACHE / name / "stamp").is_file() and (PYTHONS_CACHE / name / "root/usr/bin/python3").exists())
+    ]
+    return missing
+
+
+@pytest.fixture(scope="session")
+def pythons():
+    """{name: Interpreter} for PYTHON_NAMES.  Runs scripts/setup-pythons.sh
+    (a few minutes, once; cached) when a chroot is missing."""
+    missing = _pythons_ready()
+    if missing:
+        print(f"\nPython interpreters {missing} missing in {PYTHONS_CACHE}: running {PYTHONS_SETUP}", flush=True)
+        done = subprocess.run(["bash", str(PYTHONS_SETUP)], capture_output=True, text=True, timeout=1800)
+        if done.returncode or _pythons_ready():
+            pytest.fail(
+                f"{PYTHONS_SETUP} failed (exit {done.returncode}); run it by hand (as root; "
+                f"SPLUNK_PROFD_PYTHONS chooses the cache, now {PYTHONS_CACHE}):\n{done.stdout}\n{done.stderr}",
+                pytrace=False,
+            )
+    if not HOST_PYTHON.is_file():
+        pytest.fail(f"{HOST_PYTHON} missing: apt-get install python3.11", pytrace=False)
+    found = {name: Interpreter(name, minor, PYTHONS_CACHE / name / "root") for name, minor in PYTHON_CHROOTS.items()}
+    found["3.11-host"] = Interpreter("3.11-host", (3, 11), None)
+    return found
+
+
+def python_source_lines(path):
+    """{name: line} of the `# LINE:name` markers of a Python target."""
+    lines = Path(path).read_text().splitlines()
+    return {m.group(1): n for n, text in enumerate(lines, 1) for m in re.finditer(r"# LINE:(\w+)", text)}

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ERROR_PREFIX, proc_status, thread_states, wait_released, wait_traced
+from conftest import ERROR_PREFIX, proc_status, thread_states, tracer_process, wait_released, wait_traced
 
 USAGE, CANNOT_PROFILE = 2, 3
 
@@ -93,12 +93,12 @@ def test_already_traced(profd, targets, start_target):
     target = start_target(targets.chain)
     strace = subprocess.Popen(["strace", "-f", "-qq", "-o", "/dev/null", "-p", str(target.pid)])
     try:
-        assert wait_traced(target.pid) == strace.pid
+        assert tracer_process(wait_traced(target.pid)) == strace.pid
         time.sleep(0.2)  # let strace seize every thread
         result = profd.run("--pid", target.pid, "--duration", "1")
         assert_error(result, CANNOT_PROFILE, "already traced")
-        tracers = {tracer for _, tracer in thread_states(target.pid).values()}
-        assert tracers == {strace.pid}, f"the other tracer lost its hold: TracerPids {tracers}"
+        tracers = {tracer_process(tracer) for _, tracer in thread_states(target.pid).values()}
+        assert tracers == {strace.pid}, f"the other tracer lost its hold: tracers {tracers}"
     finally:
         strace.terminate()
         strace.wait(timeout=10)

@@ -11,21 +11,32 @@
 // Frames are leaf first; each Location's Lines are expanded in order,
 // innermost inlined function first, as `go tool pprof -traces` shows them.
 // Exits 1 with the parser's error on invalid input.
+//
+// With -splunk, FILE is a Splunk AlwaysOn Profiling payload (gzip'd or raw
+// pprof): it must have no sample_type and no values, as every Splunk SDK
+// sends it.  It is decoded with the same google/pprof parser (which also
+// insists on string_table[0] == ""), and validated with CheckValid as if
+// each sample had one count.
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/google/pprof/profile"
 )
 
 type frame struct {
-	Function string `json:"function"`
-	File     string `json:"file"`
-	Line     int64  `json:"line"`
-	Address  uint64 `json:"address"`
+	Function   string `json:"function"`
+	SystemName string `json:"system_name"`
+	File       string `json:"file"`
+	Line       int64  `json:"line"`
+	Address    uint64 `json:"address"`
 }
 
 type mapping struct {
@@ -38,6 +49,7 @@ type mapping struct {
 
 type sample struct {
 	Values    []int64             `json:"values"`
+	Locations int                 `json:"locations"`
 	Frames    []frame             `json:"frames"`
 	Labels    map[string][]string `json:"labels"`
 	NumLabels map[string][]int64  `json:"num_labels"`
@@ -74,6 +86,7 @@ func convert(p *profile.Profile) output {
 	for _, s := range p.Sample {
 		o := sample{
 			Values:    s.Value,
+			Locations: len(s.Location),
 			Frames:    []frame{},
 			Labels:    map[string][]string{},
 			NumLabels: map[string][]int64{},
@@ -86,6 +99,7 @@ func convert(p *profile.Profile) output {
 				f := frame{Line: line.Line, Address: loc.Address}
 				if line.Function != nil {
 					f.Function = line.Function.Name
+					f.SystemName = line.Function.SystemName
 					f.File = line.Function.Filename
 				}
 				o.Frames = append(o.Frames, f)
@@ -102,15 +116,67 @@ func convert(p *profile.Profile) output {
 	return out
 }
 
+// parseSplunk decodes a Splunk-style profile: no sample types, no values.
+func parseSplunk(data []byte) (*profile.Profile, error) {
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		gz, err := gzip.NewReader(bytes.NewBuffer(data))
+		if err != nil {
+			return nil, err
+		}
+		if data, err = io.ReadAll(gz); err != nil {
+			return nil, err
+		}
+	}
+	p, err := profile.ParseUncompressed(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.SampleType) != 0 {
+		return nil, fmt.Errorf("a Splunk CPU profile has no sample_type, got %d", len(p.SampleType))
+	}
+	for _, s := range p.Sample {
+		if len(s.Value) != 0 {
+			return nil, fmt.Errorf("a Splunk CPU profile has no values, got %v", s.Value)
+		}
+	}
+	// CheckValid wants one value per sample type: validate with a count.
+	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}}
+	for _, s := range p.Sample {
+		s.Value = []int64{1}
+	}
+	if err := p.CheckValid(); err != nil {
+		return nil, err
+	}
+	p.SampleType = nil
+	for _, s := range p.Sample {
+		s.Value = nil
+	}
+	return p, nil
+}
+
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: pprofcheck FILE")
+	splunk := flag.Bool("splunk", false, "FILE is a Splunk profiling payload (no sample_type, no values)")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: pprofcheck [-splunk] FILE")
 		os.Exit(2)
 	}
-	data, err := os.ReadFile(os.Args[1])
+	data, err := os.ReadFile(flag.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pprofcheck:", err)
 		os.Exit(1)
+	}
+	if *splunk {
+		p, err := parseSplunk(data)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pprofcheck: invalid Splunk profile:", err)
+			os.Exit(1)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(convert(p)); err != nil {
+			fmt.Fprintln(os.Stderr, "pprofcheck:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	p, err := profile.ParseData(data)
 	if err != nil {

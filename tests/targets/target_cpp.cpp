@@ -7,12 +7,12 @@ namespace demo {
 
 template <typename T> __attribute__((noinline, noipa)) T compute(T n)
 {
-        T acc = 1;
+        unsigned long acc = 1; // unsigned: wraps without undefined behaviour
         for (T i = 0; i < n; i++) {
-                acc = acc * 31 + i;
+                acc = acc * 31 + static_cast<unsigned long>(i);
                 __asm__ volatile("" : "+r"(acc));
         }
-        return acc;
+        return static_cast<T>(acc);
 }
 
 class Worker {

@@ -1,0 +1,39 @@
+/* py_frame.h — a thread's Python frames, from its capture. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attach/capture.h"
+#include "python/py_code.h"
+#include "python/py_runtime.h"
+#include "unwind/stack_merge.h"
+
+#define PY_MAX_FRAMES 1024 /* Python frames per sample; deeper stacks are truncated */
+#define PY_MAX_STEPS  (4 * PY_MAX_FRAMES) /* frames visited, sentinels included */
+#define PY_ITEMS_MAX  (2 * PY_MAX_STEPS + 2)
+
+struct py_walk {
+        const struct py_runtime *runtime;
+        struct py_code_cache *codes;
+        const struct capture *capture;
+        uint64_t now_ns;
+        /* Output, leaf first.  `items` holds PY_ITEMS_MAX entries. */
+        struct py_item *items;
+        size_t n_items, n_frames;
+        bool truncated;
+        /* Scratch: open-addressing set of visited frames (PY_SEEN_SLOTS). */
+        uint64_t *seen;
+        uint64_t live_reads; /* frame reads that missed the copy */
+};
+
+#define PY_SEEN_SLOTS (2 * PY_MAX_STEPS)
+
+/* Walks the frames of the thread state at `tstate`, whose bytes the
+ * capture holds.  Never fails: unreadable frames become "<unknown>" and
+ * end the walk with `truncated` set. */
+void py_frame__walk(struct py_walk *walk, uint64_t tstate);
+
+/* The current-frame address from a copied thread state, 0 when none. */
+uint64_t py_frame__top(const struct py_walk *walk, uint64_t tstate);

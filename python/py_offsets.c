@@ -1,0 +1,301 @@
+/* py_offsets.c — CPython's internal layout, per minor version.
+ *
+ * Why this exists: nothing in a CPython process says where the thread
+ * list or a frame's code object is, except, from 3.13 on, the
+ * _Py_DebugOffsets table at the start of _PyRuntime.  For 3.9–3.12 the
+ * offsets are built in.  They were measured with offsetof() against the
+ * real headers (Py_BUILD_CORE, x86-64, GIL build) of CPython 3.9.18,
+ * 3.10.13, 3.11.7 and 3.12.1; CPython keeps these internal layouts stable
+ * within a minor version, which is why one table per minor suffices.
+ *
+ * How the debug offsets are read: the table is a flat sequence of uint64
+ * values whose order changed between 3.13 and 3.14 (3.14 inserted fields
+ * in the middle of several sub-tables), so each layout is described here
+ * by word index and chosen by the version word of the table itself.  All
+ * values are sanity-checked, because the table comes from the target.
+ *
+ * Fields the debug offsets do not carry are fixed per version:
+ * _co_firsttraceable (3.13.0 headers: 184) and the compact-unicode header
+ * size (PyASCIIObject plus utf8_length and utf8). */
+#include "python/py_offsets.h"
+
+#include <string.h>
+
+#define MAX_STRUCT_SIZE (64u * 1024)
+
+bool py_offsets__minor_supported(unsigned int minor)
+{
+        return minor >= 9 && minor <= 14;
+}
+
+static void common_objects(struct py_offsets *o, uint64_t ascii_size, uint64_t compact_size)
+{
+        o->unicode_length = 16;
+        o->unicode_state = 32;
+        o->unicode_ascii_size = ascii_size;
+        o->unicode_compact_size = compact_size;
+        o->bytes_size = 16;
+        o->bytes_data = 32;
+}
+
+static void table_39_310(unsigned int minor, struct py_offsets *o)
+{
+        o->model = PY_FRAMES_OBJECTS;
+        o->runtime_interpreters_head = 32;
+        o->interp_next = 0;
+        o->interp_threads_head = 8;
+        o->tstate_size = minor == 9 ? 264 : 280;
+        o->tstate_next = 8;
+        o->tstate_interp = 16;
+        o->tstate_frame = 24;
+        o->tstate_thread_id = 176;
+        o->frame_size = 112; /* through f_lasti; the rest is not needed */
+        o->frame_previous = 24;
+        o->frame_code = 32;
+        o->frame_instr = minor == 9 ? 104 : 96;
+        o->code_size = 176;
+        o->code_filename = 104;
+        o->code_name = 112;
+        o->code_linetable = 120;
+        o->code_firstlineno = 40;
+        common_objects(o, 48, 72);
+}
+
+static void table_311(struct py_offsets *o)
+{
+        o->model = PY_FRAMES_INTERPRETER;
+        o->runtime_interpreters_head = 40;
+        o->interp_next = 0;
+        o->interp_threads_head = 16;
+        o->tstate_size = 360;
+        o->tstate_next = 8;
+        o->tstate_interp = 16;
+        o->tstate_frame = 56;
+        o->tstate_root_cframe = 336;
+        o->cframe_current_frame = 8;
+        o->tstate_thread_id = 152;
+        o->tstate_native_thread_id = 160;
+        o->tstate_datastack_chunk = 296;
+        o->frame_size = 80;
+        o->frame_previous = 48;
+        o->frame_code = 32;
+        o->frame_instr = 56;
+        o->frame_owner = 69;
+        o->frame_is_entry = 68;
+        o->code_size = 192;
+        o->code_filename = 112;
+        o->code_name = 120;
+        o->code_qualname = 128;
+        o->code_linetable = 136;
+        o->code_firstlineno = 72;
+        o->code_adaptive = 184;
+        o->code_firsttraceable = 168;
+        common_objects(o, 48, 72);
+}
+
+static void table_312(struct py_offsets *o)
+{
+        o->model = PY_FRAMES_INTERPRETER;
+        o->runtime_interpreters_head = 40;
+        o->interp_next = 0;
+        o->interp_threads_head = 72;
+        o->tstate_size = 288;
+        o->tstate_next = 8;
+        o->tstate_interp = 16;
+        o->tstate_frame = 56;
+        o->tstate_root_cframe = 272;
+        o->cframe_current_frame = 0;
+        o->tstate_thread_id = 136;
+        o->tstate_native_thread_id = 144;
+        o->tstate_datastack_chunk = 232;
+        o->frame_size = 80;
+        o->frame_previous = 8;
+        o->frame_code = 0;
+        o->frame_instr = 56;
+        o->frame_owner = 70;
+        o->owner_sentinel_min = 3; /* FRAME_OWNED_BY_CSTACK */
+        o->code_size = 200;
+        o->code_filename = 112;
+        o->code_name = 120;
+        o->code_qualname = 128;
+        o->code_linetable = 136;
+        o->code_firstlineno = 68;
+        o->code_adaptive = 192;
+        o->code_firsttraceable = 176;
+        common_objects(o, 40, 56);
+}
+
+bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out)
+{
+        memset(out, 0, sizeof(*out));
+        out->minor = minor;
+        out->chunk_size = 8;
+        out->chunk_data = 24;
+        switch (minor) {
+        case 9:
+        case 10:
+                table_39_310(minor, out);
+                return true;
+        case 11:
+                table_311(out);
+                return true;
+        case 12:
+                table_312(out);
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* Word indices into _Py_DebugOffsets (after the 8-byte cookie, word 1 is
+ * the version, word 2 free_threaded).  Only the words we use. */
+struct debug_layout {
+        unsigned int interpreters_head;
+        unsigned int interp_next, interp_threads_head;
+        unsigned int tstate; /* first word of the thread_state table (its size) */
+        unsigned int frame;  /* first word of interpreter_frame */
+        unsigned int code;   /* first word of code_object */
+        unsigned int bytes;  /* first word of bytes_object */
+        unsigned int unicode;
+};
+
+/* 3.13: runtime_state at word 3 (3 words), interpreter_state at 6 (13),
+ * thread_state at 19 (9), interpreter_frame at 28 (6), code_object at 34
+ * (10), then pyobject 2, type_object 4, tuple 3, list 3, dict 3, float 2,
+ * long 3: bytes_object at 64 (3), unicode_object at 67. */
+static const struct debug_layout layout_313 = {
+    .interpreters_head = 5,
+    .interp_next = 8,
+    .interp_threads_head = 9,
+    .tstate = 19,
+    .frame = 28,
+    .code = 34,
+    .bytes = 64,
+    .unicode = 67,
+};
+
+/* 3.14: interpreter_state grows to 16 words (threads_main after
+ * threads_head; code_object_generation and tlbc_generation at the end),
+ * interpreter_frame to 8 (stackpointer, tlbc_index), code_object to 11
+ * (co_tlbc), and a 4-word set_object sits between list and dict. */
+static const struct debug_layout layout_314 = {
+    .interpreters_head = 5,
+    .interp_next = 8,
+    .interp_threads_head = 9,
+    .tstate = 22,
+    .frame = 31,
+    .code = 39,
+    .bytes = 74,
+    .unicode = 77,
+};
+
+static uint64_t word(const uint8_t *data, unsigned int index)
+{
+        uint64_t value;
+
+        memcpy(&value, data + 8u * index, sizeof(value));
+        return value;
+}
+
+/* Every offset must fall inside its struct, and structs must be sane. */
+static bool plausible(const struct py_offsets *o)
+{
+        const uint64_t in_tstate[] = {
+            o->tstate_next,      o->tstate_interp,           o->tstate_frame,
+            o->tstate_thread_id, o->tstate_native_thread_id, o->tstate_datastack_chunk};
+        const uint64_t in_frame[] = {o->frame_previous, o->frame_code, o->frame_instr,
+                                     o->frame_owner};
+        const uint64_t in_code[] = {o->code_filename,  o->code_name,        o->code_qualname,
+                                    o->code_linetable, o->code_firstlineno, o->code_adaptive};
+
+        if (o->tstate_size < 64 || o->tstate_size > 4096 || o->frame_size < 32 ||
+            o->frame_size > 512 || o->code_size < 64 || o->code_size > 1024)
+                return false;
+        for (size_t i = 0; i < sizeof(in_tstate) / sizeof(in_tstate[0]); i++)
+                if (in_tstate[i] + 8 > o->tstate_size)
+                        return false;
+        for (size_t i = 0; i < sizeof(in_frame) / sizeof(in_frame[0]); i++)
+                if (in_frame[i] + 1 > o->frame_size)
+                        return false;
+        for (size_t i = 0; i < sizeof(in_code) / sizeof(in_code[0]); i++)
+                if (in_code[i] > o->code_size)
+                        return false;
+        return o->unicode_ascii_size >= 32 && o->unicode_ascii_size <= 128 &&
+               o->unicode_state < o->unicode_ascii_size && o->bytes_data < 128 &&
+               o->runtime_interpreters_head < MAX_STRUCT_SIZE &&
+               o->interp_threads_head < MAX_STRUCT_SIZE && o->interp_next < MAX_STRUCT_SIZE;
+}
+
+static void apply_layout(const uint8_t *d, const struct debug_layout *l, struct py_offsets *o)
+{
+        o->model = PY_FRAMES_INTERPRETER;
+        o->runtime_interpreters_head = word(d, l->interpreters_head);
+        o->interp_next = word(d, l->interp_next);
+        o->interp_threads_head = word(d, l->interp_threads_head);
+        o->tstate_size = word(d, l->tstate);
+        o->tstate_next = word(d, l->tstate + 2);
+        o->tstate_interp = word(d, l->tstate + 3);
+        o->tstate_frame = word(d, l->tstate + 4);
+        o->tstate_thread_id = word(d, l->tstate + 5);
+        o->tstate_native_thread_id = word(d, l->tstate + 6);
+        o->tstate_datastack_chunk = word(d, l->tstate + 7);
+        o->frame_size = word(d, l->frame);
+        o->frame_previous = word(d, l->frame + 1);
+        o->frame_code = word(d, l->frame + 2);
+        o->frame_instr = word(d, l->frame + 3);
+        o->frame_owner = word(d, l->frame + 5);
+        o->code_size = word(d, l->code);
+        o->code_filename = word(d, l->code + 1);
+        o->code_name = word(d, l->code + 2);
+        o->code_qualname = word(d, l->code + 3);
+        o->code_linetable = word(d, l->code + 4);
+        o->code_firstlineno = word(d, l->code + 5);
+        o->code_adaptive = word(d, l->code + 9);
+        o->bytes_size = word(d, l->bytes + 1);
+        o->bytes_data = word(d, l->bytes + 2);
+        o->unicode_state = word(d, l->unicode + 1);
+        o->unicode_length = word(d, l->unicode + 2);
+        o->unicode_ascii_size = word(d, l->unicode + 3);
+        /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8. */
+        o->unicode_compact_size = o->unicode_ascii_size + 16;
+}
+
+bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
+                            uint32_t *version, const char **why)
+{
+        const struct debug_layout *layout;
+        unsigned int minor;
+
+        memset(out, 0, sizeof(*out));
+        if (len < 8u * (layout_314.unicode + 4) || memcmp(data, PY_DEBUG_COOKIE, 8) != 0) {
+                *why = "no _Py_DebugOffsets cookie";
+                return false;
+        }
+        *version = (uint32_t)word(data, 1);
+        minor = (*version >> 16) & 0xff;
+        if ((*version >> 24) != 3 || (minor != 13 && minor != 14)) {
+                *why = "unsupported CPython minor version";
+                return false;
+        }
+        if (word(data, 2) != 0) {
+                *why = "free-threaded CPython builds are not supported";
+                return false;
+        }
+        layout = minor == 13 ? &layout_313 : &layout_314;
+        out->minor = minor;
+        apply_layout(data, layout, out);
+        out->chunk_size = 8;
+        out->chunk_data = 24;
+        out->instr_is_current = true;
+        out->owner_sentinel_min = 3; /* CSTACK (3.13), INTERPRETER (3.14) */
+        out->executable_may_be_none = minor == 13;
+        out->tagged_executable = minor >= 14;
+        out->code_firsttraceable = minor == 13 ? 184 : 0;
+        if (!plausible(out)) {
+                *why = "implausible _Py_DebugOffsets values";
+                return false;
+        }
+        if (out->code_firsttraceable + 4 > out->code_size)
+                out->code_firsttraceable = 0;
+        return true;
+}

@@ -1,0 +1,83 @@
+/* py_offsets.h — where CPython keeps what we read, for one minor version.
+ *
+ * Everything the reader needs about CPython's internal layout is in one
+ * flat struct of byte offsets, filled either from a built-in table
+ * (3.9–3.12) or from the _Py_DebugOffsets CPython embeds at the start of
+ * _PyRuntime (3.13+).  The rest of python/ never tests a version number
+ * except through the few behaviour flags below. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a frame is represented and how its instruction position reads. */
+enum py_frame_model {
+        PY_FRAMES_OBJECTS,     /* 3.9/3.10: heap PyFrameObject, f_back, int f_lasti */
+        PY_FRAMES_INTERPRETER, /* 3.11+: _PyInterpreterFrame in the data stack */
+};
+
+struct py_offsets {
+        unsigned int minor;
+        enum py_frame_model model;
+        /* _PyRuntimeState, PyInterpreterState */
+        uint64_t runtime_interpreters_head;
+        uint64_t interp_next;
+        uint64_t interp_threads_head;
+        /* PyThreadState */
+        uint64_t tstate_size; /* bytes copied per tstate */
+        uint64_t tstate_next;
+        uint64_t tstate_interp;
+        uint64_t tstate_frame;            /* 3.9/10 frame; 3.11/12 cframe; 3.13+ current_frame */
+        uint64_t tstate_root_cframe;      /* 3.11/12: the cframe embedded in the tstate */
+        uint64_t cframe_current_frame;    /* 3.11/12 */
+        uint64_t tstate_thread_id;        /* pthread_t == threading.get_ident() */
+        uint64_t tstate_native_thread_id; /* 0: not available (3.9/10) */
+        uint64_t tstate_datastack_chunk;  /* 0: no data stack (3.9/10) */
+        /* _PyStackChunk */
+        uint64_t chunk_size;
+        uint64_t chunk_data;
+        /* frame (PyFrameObject or _PyInterpreterFrame) */
+        uint64_t frame_size; /* bytes read per frame */
+        uint64_t frame_previous;
+        uint64_t frame_code;
+        uint64_t frame_instr;        /* f_lasti (int) or prev_instr/instr_ptr (pointer) */
+        uint64_t frame_owner;        /* 3.11+ (one byte) */
+        uint64_t frame_is_entry;     /* 3.11 only (one byte); 0 otherwise */
+        bool instr_is_current;       /* 3.13+: instr_ptr is the current instruction */
+        bool tagged_executable;      /* 3.14+: f_executable is a _PyStackRef */
+        bool executable_may_be_none; /* 3.13: the entry frame runs Py_None */
+        uint8_t owner_sentinel_min;  /* 3.12+: owner >= this is a shim/sentinel; 0 = none */
+        /* PyCodeObject */
+        uint64_t code_size; /* bytes read per code object */
+        uint64_t code_filename;
+        uint64_t code_name;
+        uint64_t code_qualname;  /* 0 before 3.11 */
+        uint64_t code_linetable; /* co_lnotab (3.9) or co_linetable */
+        uint64_t code_firstlineno;
+        uint64_t code_adaptive;       /* 3.11+: co_code_adaptive */
+        uint64_t code_firsttraceable; /* 3.11–3.13; 0 when unknown */
+        /* str and bytes */
+        uint64_t unicode_length;
+        uint64_t unicode_state;
+        uint64_t unicode_ascii_size;   /* data of a compact ASCII string */
+        uint64_t unicode_compact_size; /* data of other compact strings */
+        uint64_t bytes_size;
+        uint64_t bytes_data;
+};
+
+#define PY_DEBUG_COOKIE      "xdebugpy"
+#define PY_DEBUG_OFFSETS_MAX 1024 /* bytes of _PyRuntime read to parse them */
+
+/* Built-in table for 3.9–3.12.  Returns false for any other minor. */
+bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
+
+/* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13 and
+ * 3.14 layouts).  `version` is its PY_VERSION_HEX.  Returns false (with a
+ * reason) for a bad cookie, another minor, a free-threaded build or
+ * implausible values. */
+bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
+                            uint32_t *version, const char **why);
+
+/* True when the PY_VERSION_HEX's minor is one we can read. */
+bool py_offsets__minor_supported(unsigned int minor);

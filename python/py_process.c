@@ -1,0 +1,306 @@
+/* py_process.c — one Python target: discovery, the stop-window copy, the
+ * walk and the merge, tied together for the sampler.
+ *
+ * Why: the sampler should not know about thread states, code caches or
+ * versions; it calls four functions at four points of a tick.
+ *
+ * How:
+ *   new      py_runtime finds _PyRuntime and the layout.  Not Python, or
+ *            an unsupported version: NULL, and the target stays native.
+ *   prepare  (after the resume) refreshes the thread map when a sampled
+ *            thread was unmapped (at most every PY_THREADS_RETRY_NS) or
+ *            every PY_THREADS_REFRESH_NS, and grows the capture buffers of
+ *            Python threads, so the stop window never allocates.  A thread
+ *            seen for the first time therefore gets native-only samples
+ *            until the next refresh.
+ *   capture  (inside the stop window) finds the thread's state without
+ *            allocating and copies it, with the data-stack chunk cached
+ *            for it, in one process_vm_readv; on 3.9/3.10 a second read
+ *            copies the top frame object.
+ *   merge    (after the resume) walks the copy (py_frame), classifies the
+ *            native frames (interpreter loop, other interpreter code, the
+ *            rest) and merges (unwind/stack_merge).  A thread whose copied
+ *            tstate names another chunk than the one copied gets the new
+ *            chunk cached for its next sample; this sample's frames are
+ *            then read live.
+ *
+ * Native frame classes: NATIVE_EVAL is a function named
+ * _PyEval_EvalFrameDefault (or a split part such as its .cold), wherever it
+ * is; NATIVE_INTERNAL is any other frame whose code lies in the file that
+ * holds _PyRuntime (libpython3.X.so, or the python executable of a static
+ * build): call machinery, main, Py_RunMain, builtins implemented in the
+ * core such as time.sleep.  Everything else (C extensions, lib-dynload
+ * modules, libffi, libc) is NATIVE_OTHER.  Classes are cached per address
+ * and dropped when the address space changes. */
+#include "python/py_process.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "python/py_code.h"
+#include "python/py_frame.h"
+#include "python/py_runtime.h"
+#include "python/py_thread.h"
+#include "symbolize/symbolizer.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+#define PY_THREADS_REFRESH_NS (500ull * 1000 * 1000)
+#define PY_THREADS_RETRY_NS   (20ull * 1000 * 1000)
+#define CLASS_CACHE_SLOTS     4096
+#define PY_STRING_SEED        0x5bd1e9955bd1e995ull
+
+struct class_slot {
+        uint64_t pc;
+        uint64_t generation;
+        enum native_class cls;
+};
+
+struct py_process {
+        pid_t pid;
+        struct py_runtime runtime;
+        struct string_pool strings;
+        struct py_code_cache codes;
+        struct py_threads threads;
+        uint64_t last_refresh_ns;
+        bool unmapped_seen; /* a sampled thread had no thread state */
+        struct py_item *items;
+        uint64_t *seen;
+        enum native_class *classes;
+        size_t classes_capacity;
+        struct class_slot class_cache[CLASS_CACHE_SLOTS];
+};
+
+static uint64_t monotonic_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void log_found(pid_t pid, const struct py_runtime *rt)
+{
+        if (rt->version_hex)
+                log_info("PID %d: CPython %u.%u.%u, runtime at 0x%llx in %s", (int)pid,
+                         (rt->version_hex >> 24) & 0xff, (rt->version_hex >> 16) & 0xff,
+                         (rt->version_hex >> 8) & 0xff, (unsigned long long)rt->runtime_address,
+                         rt->path);
+        else
+                log_info("PID %d: CPython 3.%u, runtime at 0x%llx in %s", (int)pid, rt->minor,
+                         (unsigned long long)rt->runtime_address, rt->path);
+}
+
+struct py_process *py_process__new(pid_t pid)
+{
+        struct py_process *py = calloc(1, sizeof(*py));
+        char why[256];
+
+        if (!py)
+                return NULL;
+        switch (py_runtime__discover(pid, &py->runtime, why, sizeof(why))) {
+        case PY_DISCOVERY_FOUND:
+                break;
+        case PY_DISCOVERY_NOT_PYTHON:
+                log_info("PID %d: not Python (%s); native stacks only", (int)pid, why);
+                free(py);
+                return NULL;
+        case PY_DISCOVERY_UNSUPPORTED:
+                log_warning("PID %d: %s; Python frames unavailable, native stacks only", (int)pid,
+                            why);
+                free(py);
+                return NULL;
+        }
+        py->pid = pid;
+        py->items = calloc(PY_ITEMS_MAX, sizeof(*py->items));
+        py->seen = calloc(PY_SEEN_SLOTS, sizeof(*py->seen));
+        if (!py->items || !py->seen) {
+                py_process__free(py);
+                return NULL;
+        }
+        string_pool__init(&py->strings, PY_STRING_SEED ^ (uint64_t)pid);
+        py_code_cache__init(&py->codes, pid, &py->runtime.offsets, py->runtime.code_type,
+                            &py->strings);
+        py->unmapped_seen = true;
+        log_found(pid, &py->runtime);
+        return py;
+}
+
+void py_process__free(struct py_process *py)
+{
+        if (!py)
+                return;
+        py_code_cache__clear(&py->codes);
+        string_pool__clear(&py->strings);
+        py_threads__clear(&py->threads);
+        free(py->items);
+        free(py->seen);
+        free(py->classes);
+        free(py);
+}
+
+static size_t capture_bytes(const struct py_offsets *o)
+{
+        return o->tstate_size + (o->tstate_datastack_chunk ? PY_CHUNK_COPY_MAX : 0) + o->frame_size;
+}
+
+static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
+{
+        _cleanup_free_ pid_t *tids = calloc(PY_MAX_THREADS, sizeof(*tids));
+        size_t n = 0;
+
+        if (!tids)
+                return;
+        for (size_t i = 0; i < target->n_threads && n < PY_MAX_THREADS; i++)
+                tids[n++] = target->threads[i]->tid;
+        (void)py_threads__refresh(&py->threads, py->pid, &py->runtime, tids, n);
+        py->last_refresh_ns = now_ns;
+        py->unmapped_seen = false;
+}
+
+void py_process__prepare(struct py_process *py, struct target *target, struct tthread *thread)
+{
+        uint64_t now_ns = monotonic_now();
+        uint64_t elapsed = now_ns - py->last_refresh_ns;
+
+        if (target && ((py->unmapped_seen && elapsed >= PY_THREADS_RETRY_NS) ||
+                       elapsed >= PY_THREADS_REFRESH_NS))
+                refresh_threads(py, target, now_ns);
+        if (!thread)
+                return;
+        /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
+        if (py_threads__find(&py->threads, thread->tid, 0) ||
+            !py->runtime.offsets.tstate_native_thread_id)
+                (void)capture__reserve_interp(&thread->capture,
+                                              capture_bytes(&py->runtime.offsets));
+}
+
+void py_process__capture(struct py_process *py, struct capture *capture)
+{
+        const struct py_offsets *o = &py->runtime.offsets;
+        uint64_t fs_base = capture->kind == CAPTURE_STOPPED ? capture->regs.fs_base : 0;
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
+        uint64_t addresses[2];
+        size_t lens[2], n = 0;
+
+        capture->interp.n_regions = capture->interp.used = 0;
+        if (!t) {
+                py->unmapped_seen = true;
+                return;
+        }
+        addresses[n] = t->tstate;
+        lens[n++] = o->tstate_size;
+        if (t->chunk) {
+                addresses[n] = t->chunk;
+                lens[n++] = t->chunk_len;
+        }
+        if (capture__copy_interp(capture, addresses, lens, n) < (ssize_t)o->tstate_size ||
+            o->model != PY_FRAMES_OBJECTS)
+                return;
+        /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
+        const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
+        uint64_t frame;
+        memcpy(&frame, tstate + o->tstate_frame, sizeof(frame));
+        if (frame >= 4096) {
+                size_t len = o->frame_size;
+                (void)capture__copy_interp(capture, &frame, &len, 1);
+        }
+}
+
+static enum native_class classify(struct py_process *py, struct address_space *space, uint64_t pc)
+{
+        uint64_t generation = address_space__generation(space);
+        struct class_slot *slot = &py->class_cache[(pc * 0x9e3779b97f4a7c15ull) >> 52];
+        struct symbolized_pc sym;
+        enum native_class cls = NATIVE_OTHER;
+
+        if (slot->pc == pc && slot->generation == generation)
+                return slot->cls;
+        address_space__symbolize(space, pc, &sym);
+        if (stack_merge__is_eval_function(sym.lines[sym.n_lines - 1].function))
+                cls = NATIVE_EVAL;
+        else if (sym.mapping && strcmp(sym.mapping->path, py->runtime.path) == 0)
+                cls = NATIVE_INTERNAL;
+        *slot = (struct class_slot){.pc = pc, .generation = generation, .cls = cls};
+        return cls;
+}
+
+/* The thread's result block, with room for `capacity` frames. */
+static struct merged_stack *result_for(struct capture *capture, size_t capacity)
+{
+        struct merged_stack *result = capture->interp.result;
+
+        if (result && result->capacity >= capacity)
+                return result;
+        free(result);
+        capture->interp.result = result = merged_stack__new(capacity);
+        return result;
+}
+
+/* After a chunk switch, cache the new chunk for the next sample. */
+static void follow_chunk(struct py_process *py, struct py_thread *t, const struct capture *capture)
+{
+        const struct py_offsets *o = &py->runtime.offsets;
+        const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
+        uint64_t chunk;
+
+        if (!tstate || !o->tstate_datastack_chunk)
+                return;
+        memcpy(&chunk, tstate + o->tstate_datastack_chunk, sizeof(chunk));
+        if (chunk != t->chunk)
+                py->unmapped_seen = true; /* the next refresh reads its size */
+}
+
+const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
+                                             struct capture *capture,
+                                             const struct thread_stack *native,
+                                             enum native_mode mode, bool *failed)
+{
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+        struct py_walk walk = {
+            .runtime = &py->runtime,
+            .codes = &py->codes,
+            .capture = capture,
+            .now_ns = monotonic_now(),
+            .items = py->items,
+            .seen = py->seen,
+        };
+        struct merged_stack *out;
+
+        *failed = false;
+        if (t && capture->interp.n_regions > 0) {
+                follow_chunk(py, t, capture);
+                py_frame__walk(&walk, t->tstate);
+        }
+        out = result_for(capture, native->n_pcs + walk.n_items + 1);
+        if (!out)
+                return NULL;
+        out->n = 0;
+        out->has_thread_ident = t != NULL;
+        out->thread_ident = t ? t->pthread : 0;
+        if (walk.n_frames == 0 || !space)
+                return out;
+        if (py->classes_capacity < native->n_pcs) {
+                enum native_class *classes = realloc(py->classes, native->n_pcs * sizeof(*classes));
+                if (!classes)
+                        return NULL;
+                py->classes = classes;
+                py->classes_capacity = native->n_pcs;
+        }
+        for (size_t i = 0; i < native->n_pcs; i++)
+                py->classes[i] = classify(py, space, native->pcs[i]);
+        struct merge_input in = {
+            .pcs = native->pcs,
+            .classes = py->classes,
+            .n_pcs = native->n_pcs,
+            .native_truncated = native->truncated,
+            .items = walk.items,
+            .n_items = walk.n_items,
+            .python_truncated = walk.truncated,
+            .mode = mode,
+        };
+        stack_merge__merge(&in, out);
+        *failed = out->failed;
+        return out;
+}

@@ -1,0 +1,42 @@
+/* py_process.h — Python stacks for one profiled process: the sampler's
+ * only entry point into python/. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/capture.h"
+#include "attach/target.h"
+#include "unwind/stack_merge.h"
+
+struct py_process;
+struct address_space;
+
+/* Discovers CPython in `pid`.  NULL when the process is not Python (info
+ * line) or runs a version or build we cannot read (one warning line); the
+ * target then gets native-only stacks. */
+struct py_process *py_process__new(pid_t pid);
+void py_process__free(struct py_process *py);
+
+/* Inside the stop window (no allocation, no file I/O): copies the thread
+ * state of capture->tid and, on 3.11+, its current data-stack chunk in one
+ * process_vm_readv, or on 3.9/3.10 the thread state then the top frame
+ * object (two). */
+void py_process__capture(struct py_process *py, struct capture *capture);
+
+/* After the resume (cheap; call it before each merge): refreshes the
+ * tstate <-> tid map when a sampled thread was unmapped (at most every
+ * PY_THREADS_RETRY_NS) or every PY_THREADS_REFRESH_NS, and sizes `thread`'s
+ * capture buffer (may be NULL) if it runs Python.  `target` may be NULL
+ * only when no refresh is due. */
+void py_process__prepare(struct py_process *py, struct target *target, struct tthread *thread);
+
+/* After the resume: walks the captured Python frames and merges them with
+ * `native`.  The result is kept in capture->interp.result (a struct
+ * merged_stack, n == 0 when the thread runs no Python code) and returned;
+ * NULL when out of memory.  *failed is set when the merge did not line up. */
+const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
+                                             struct capture *capture,
+                                             const struct thread_stack *native,
+                                             enum native_mode mode, bool *failed);

@@ -1,0 +1,174 @@
+/* py_thread.c — which PyThreadState is which OS thread.
+ *
+ * Why: samples are taken per OS thread (tid), Python frames hang off
+ * thread states, and the stop window must find a thread's state without
+ * searching the target.
+ *
+ * How: after the resume, and only when a sampled thread is unmapped or
+ * every PY_THREADS_REFRESH_NS, each interpreter's thread list is read
+ * (one read per thread state, PY_MAX_THREADS in all, PY_MAX_INTERPS
+ * interpreters, a repeated address ends a list).
+ *   3.11+     native_thread_id is the kernel tid.
+ *   3.9/3.10  thread_id is the pthread_t, i.e. the address of glibc's
+ *             struct pthread, whose tid field (GLIBC_PTHREAD_TID_OFFSET) is
+ *             read and accepted only if it is one of the target's tids.
+ *             A stopped thread is also matched exactly by its fs_base
+ *             register, which on x86-64 glibc equals pthread_self().
+ * The 3.11+ data-stack chunk address (what the stop window copies) and
+ * its size are read here too. */
+#include "python/py_thread.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attach/remote_memory.h"
+
+static uint64_t u64_at(const uint8_t *data, uint64_t offset)
+{
+        uint64_t value;
+
+        memcpy(&value, data + offset, sizeof(value));
+        return value;
+}
+
+static bool known_tid(const pid_t *tids, size_t n, pid_t tid)
+{
+        for (size_t i = 0; i < n; i++)
+                if (tids[i] == tid)
+                        return true;
+        return false;
+}
+
+static const struct py_thread *old_entry(const struct py_thread *old, size_t n, uint64_t tstate,
+                                         uint64_t pthread)
+{
+        for (size_t i = 0; i < n; i++)
+                if (old[i].tstate == tstate && old[i].pthread == pthread)
+                        return &old[i];
+        return NULL;
+}
+
+static void read_chunk(pid_t pid, struct py_thread *t, uint64_t chunk, const struct py_offsets *o)
+{
+        uint64_t size;
+
+        t->chunk = 0;
+        t->chunk_len = 0;
+        if (chunk < 4096 ||
+            remote_memory__read(pid, chunk + o->chunk_size, &size, sizeof(size)) != sizeof(size))
+                return;
+        t->chunk = chunk;
+        t->chunk_len = size < PY_CHUNK_COPY_MAX ? size : PY_CHUNK_COPY_MAX;
+}
+
+static pid_t tid_of(pid_t pid, const struct py_offsets *o, const uint8_t *tstate, uint64_t pthread,
+                    const pid_t *tids, size_t n_tids)
+{
+        int32_t tid = 0;
+
+        if (o->tstate_native_thread_id) {
+                tid = (int32_t)u64_at(tstate, o->tstate_native_thread_id);
+        } else if (pthread >= 4096 && remote_memory__read(pid, pthread + GLIBC_PTHREAD_TID_OFFSET,
+                                                          &tid, sizeof(tid)) != sizeof(tid)) {
+                tid = 0;
+        }
+        return tid > 0 && known_tid(tids, n_tids, tid) ? tid : 0;
+}
+
+static bool seen_tstate(const struct py_threads *threads, uint64_t tstate)
+{
+        for (size_t i = 0; i < threads->n; i++)
+                if (threads->v[i].tstate == tstate)
+                        return true;
+        return false;
+}
+
+static int add_thread(struct py_threads *out, const struct py_thread *t)
+{
+        if (out->n == out->capacity) {
+                size_t capacity = out->capacity ? 2 * out->capacity : 16;
+                struct py_thread *v = realloc(out->v, capacity * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                out->v = v;
+                out->capacity = capacity;
+        }
+        out->v[out->n++] = *t;
+        return 0;
+}
+
+/* Reads one interpreter's list into `out`; returns its `next` or 0. */
+static int read_interp(struct py_threads *out, const struct py_thread *old, size_t n_old, pid_t pid,
+                       const struct py_offsets *o, uint64_t interp, const pid_t *tids,
+                       size_t n_tids, uint64_t *next)
+{
+        uint8_t tstate[4096];
+        uint64_t address = 0;
+
+        *next = 0;
+        if (remote_memory__read(pid, interp + o->interp_next, next, sizeof(*next)) != 8 ||
+            remote_memory__read(pid, interp + o->interp_threads_head, &address, 8) != 8)
+                return 0;
+        while (address && out->n < PY_MAX_THREADS) {
+                struct py_thread t = {.tstate = address};
+                if ((address & 7) || seen_tstate(out, address) ||
+                    remote_memory__read(pid, address, tstate, o->tstate_size) !=
+                        (ssize_t)o->tstate_size ||
+                    u64_at(tstate, o->tstate_interp) != interp)
+                        break;
+                t.pthread = u64_at(tstate, o->tstate_thread_id);
+                t.tid = tid_of(pid, o, tstate, t.pthread, tids, n_tids);
+                const struct py_thread *before = old_entry(old, n_old, address, t.pthread);
+                if (!t.tid && before)
+                        t.tid = before->tid;
+                if (o->tstate_datastack_chunk)
+                        read_chunk(pid, &t, u64_at(tstate, o->tstate_datastack_chunk), o);
+                if (add_thread(out, &t) < 0)
+                        return -ENOMEM;
+                address = u64_at(tstate, o->tstate_next);
+        }
+        return 0;
+}
+
+int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_runtime *runtime,
+                        const pid_t *tids, size_t n_tids)
+{
+        const struct py_offsets *o = &runtime->offsets;
+        struct py_threads fresh = {0};
+        uint64_t interp = py_runtime__first_interpreter(pid, runtime), next;
+        int r = 0;
+
+        for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next)
+                r = read_interp(&fresh, threads->v, threads->n, pid, o, interp, tids, n_tids,
+                                &next);
+        if (r < 0) {
+                free(fresh.v);
+                return r;
+        }
+        free(threads->v);
+        *threads = fresh;
+        return 0;
+}
+
+void py_threads__clear(struct py_threads *threads)
+{
+        free(threads->v);
+        memset(threads, 0, sizeof(*threads));
+}
+
+struct py_thread *py_threads__find(struct py_threads *threads, pid_t tid, uint64_t fs_base)
+{
+        for (size_t i = 0; i < threads->n; i++)
+                if (threads->v[i].tid == tid)
+                        return &threads->v[i];
+        if (!fs_base)
+                return NULL;
+        for (size_t i = 0; i < threads->n; i++) {
+                if (threads->v[i].pthread == fs_base && threads->v[i].tid == 0) {
+                        threads->v[i].tid = tid;
+                        return &threads->v[i];
+                }
+        }
+        return NULL;
+}

@@ -1,0 +1,79 @@
+/* stack_merge.h — one stack out of a native stack and the Python frames
+ * the interpreter was running on the same thread.
+ *
+ * The native unwinder sees the interpreter loop (_PyEval_EvalFrameDefault)
+ * once per C-level entry into Python; python/ sees the Python frames and
+ * where each such entry began.  Merging replaces each interpreter-loop
+ * native frame with the Python frames it was running. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MERGE_FAILED_FUNCTION "[merge failed]"
+
+enum native_mode {
+        NATIVE_MODE_DEFAULT,     /* keep non-interpreter native frames */
+        NATIVE_MODE_ALL,         /* keep every native frame */
+        NATIVE_MODE_PYTHON_ONLY, /* drop every native frame */
+};
+
+/* What a native frame is, for merging. */
+enum native_class {
+        NATIVE_OTHER,    /* outside the interpreter: kept by default */
+        NATIVE_EVAL,     /* an interpreter-loop activation */
+        NATIVE_INTERNAL, /* other interpreter code: dropped by default */
+};
+
+/* One Python-side item, leaf first: a frame, or the end of the frames one
+ * interpreter-loop activation was running (`boundary`). */
+struct py_item {
+        bool boundary;
+        const char *function; /* frames only: co_qualname or co_name */
+        const char *filename;
+        int64_t line; /* -1 when unknown */
+};
+
+/* One frame of the result: native (function == NULL, pc = lookup address)
+ * or Python (pc = 0). */
+struct merged_frame {
+        uint64_t pc;
+        const char *function;
+        const char *filename;
+        int64_t line;
+};
+
+struct merged_stack {
+        size_t n, capacity;
+        bool truncated; /* some frames are missing (label thread.stack.truncated) */
+        bool failed;    /* the counts did not line up */
+        bool has_thread_ident;
+        uint64_t thread_ident; /* Python's threading.get_ident() of the thread */
+        struct merged_frame frames[];
+};
+
+struct merge_input {
+        const uint64_t *pcs; /* native lookup addresses, leaf first */
+        const enum native_class *classes;
+        size_t n_pcs;
+        bool native_truncated; /* the native walk did not reach the outermost frame */
+        const struct py_item *items;
+        size_t n_items;
+        bool python_truncated; /* the Python walk stopped early (depth cap, bad memory) */
+        enum native_mode mode;
+};
+
+/* Allocates a stack with room for n_pcs + n_items + 1 frames.  NULL on
+ * ENOMEM. */
+struct merged_stack *merged_stack__new(size_t capacity);
+
+/* Merges into `out` (capacity >= n_pcs + n_items + 1).  On a count mismatch
+ * the result is still usable: the native frames up to the first
+ * interpreter-loop frame, every Python frame, then a MERGE_FAILED_FUNCTION
+ * frame; out->failed is set. */
+void stack_merge__merge(const struct merge_input *in, struct merged_stack *out);
+
+/* Classifies a native function by name: the interpreter loop
+ * (_PyEval_EvalFrameDefault, also its ".cold" or other split part). */
+bool stack_merge__is_eval_function(const char *name);
