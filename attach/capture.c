@@ -123,6 +123,7 @@ int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid)
         capture->tid = tid;
         capture->kind = CAPTURE_STOPPED;
         capture->interp.n_regions = capture->interp.used = 0;
+        capture->span_slot_len = 0;
         capture->time_ns = realtime_ns();
         if (ptrace(PTRACE_GETREGS, tid, NULL, &capture->regs) < 0)
                 return -errno;
@@ -138,6 +139,7 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
         capture->tid = tid;
         capture->kind = CAPTURE_BLOCKED;
         capture->interp.n_regions = capture->interp.used = 0;
+        capture->span_slot_len = 0;
         capture->time_ns = realtime_ns();
         memset(&capture->regs, 0, sizeof(capture->regs));
         capture->regs.rsp = point->sp;
@@ -146,6 +148,20 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
         capture->blocked = *point;
         copy_stack(capture, point->sp);
         return capture->stack_len > 0 ? 0 : -EFAULT;
+}
+
+int capture__copy_span_slot(struct capture *capture, uint64_t address)
+{
+        struct iovec local = {.iov_base = capture->span_slot,
+                              .iov_len = sizeof(capture->span_slot)};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)address,
+                               .iov_len = sizeof(capture->span_slot)};
+        ssize_t got = process_vm_readv(capture->pid, &local, 1, &remote, 1, 0);
+
+        if (got < 0)
+                return -errno;
+        capture->span_slot_len = got == (ssize_t)sizeof(capture->span_slot) ? (size_t)got : 0;
+        return 0;
 }
 
 bool capture__read_word(const struct capture *capture, uint64_t address, uint64_t *value)

@@ -38,6 +38,9 @@ struct capture_interp {
         void *result;
 };
 
+/* One slot of the span-context segment (context/context_format.h). */
+#define CAPTURE_SPAN_SLOT_BYTES 64
+
 enum capture_kind {
         CAPTURE_STOPPED, /* interrupted: all registers are known */
         CAPTURE_BLOCKED, /* blocked in a syscall: SP and PC (and maybe BP) */
@@ -56,6 +59,10 @@ struct capture {
         size_t stack_capacity;
         uint8_t *stack;
         struct capture_interp interp;
+        /* The thread's span-context slot (context/), copied in the same
+         * window; span_slot_len is 0 when none was copied. */
+        uint8_t span_slot[CAPTURE_SPAN_SLOT_BYTES];
+        size_t span_slot_len;
 };
 
 /* Allocates the stack buffer once.  0 or -ENOMEM. */
@@ -82,6 +89,10 @@ ssize_t capture__copy_interp(struct capture *capture, const uint64_t *addresses,
 /* The copied bytes for [address, address + len), or NULL when no region
  * holds all of them. */
 const uint8_t *capture__interp_at(const struct capture *capture, uint64_t address, size_t len);
+
+/* Copies the span-context slot at `address` with one process_vm_readv();
+ * span_slot_len stays 0 unless all of it arrived.  0 or -errno. */
+int capture__copy_span_slot(struct capture *capture, uint64_t address);
 
 /* Reads the 8-byte word at `address` from the copy; false outside it. */
 bool capture__read_word(const struct capture *capture, uint64_t address, uint64_t *value);

@@ -31,6 +31,7 @@ static void thread_free(struct tthread *thread)
         proc_thread_files__close(&thread->files);
         capture__release(&thread->capture);
         free(thread->last_stack.pcs);
+        free(thread->last_stack.sps);
         free(thread);
 }
 
@@ -43,7 +44,9 @@ static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_opti
         thread->tid = tid;
         thread->files = (struct proc_thread_files){-1, -1, -1, -1};
         thread->last_stack.pcs = calloc(options->max_depth, sizeof(uint64_t));
-        if (!thread->last_stack.pcs || capture__init(&thread->capture, options->stack_bytes) < 0 ||
+        thread->last_stack.sps = calloc(options->max_depth, sizeof(uint64_t));
+        if (!thread->last_stack.pcs || !thread->last_stack.sps ||
+            capture__init(&thread->capture, options->stack_bytes) < 0 ||
             proc_thread_files__open(&thread->files, pid, tid) < 0) {
                 thread_free(thread);
                 return NULL;

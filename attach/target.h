@@ -38,6 +38,7 @@ struct thread_stack {
         bool truncated;
         enum unwind_end end;
         uint64_t *pcs; /* max_depth entries; lookup addresses, leaf first */
+        uint64_t *sps; /* NULL or max_depth entries: each frame's stack pointer */
 };
 
 struct tthread {
@@ -59,6 +60,9 @@ struct tthread {
         uint64_t idle_run_count;
         struct thread_stack last_stack;
         bool last_stack_valid;
+        /* Span context (context/context_reader.c). */
+        uint32_t context_slot;  /* slot index + 1 in the segment, 0: none */
+        uint64_t context_start; /* start time from /proc (stat field 22), 0: unread */
 };
 
 struct target {

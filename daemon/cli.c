@@ -1,5 +1,13 @@
-/* cli.c — command line and environment for `splunk-profd --pid N ...`.
+/* cli.c — command line and environment for the three subcommands:
  *
+ *   splunk-profd [record] --pid N ...   sample and write a profile (the
+ *                                       default; `record` is optional so
+ *                                       older command lines keep working)
+ *   splunk-profd dump --pid N [--json]  every thread's stack, once
+ *   splunk-profd top --pid N            live hottest functions
+ *
+ * One getopt table serves all three; each subcommand lists the options it
+ * accepts, so `dump --duration 5` is a usage error instead of being ignored.
  * Every value is validated here, with a one-line reason on failure, so the
  * rest of the program can trust the config.  Numbers must be whole (no
  * trailing junk) and inside documented ranges. */
@@ -13,19 +21,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_INTERVAL_MS 1000
 #define DEFAULT_STACK_BYTES (32 * 1024)
 #define DEFAULT_MAX_DEPTH   1024
 
-static const char usage_text[] =
-    "Usage: splunk-profd --pid PID [--pid PID ...] [options]\n"
+#define DUMP_INTERVAL_MS 1  /* the single tick comes at once */
+#define TOP_INTERVAL_MS  10 /* 100 Hz: a useful top needs many samples per second */
+
+static const char overview_text[] =
+    "Usage: splunk-profd [record] --pid PID [options]   sample, write a profile\n"
+    "       splunk-profd dump --pid PID [--json]        every thread's stack, once\n"
+    "       splunk-profd top --pid PID [--thread T]     live hottest functions\n"
+    "       splunk-profd COMMAND --help                 options of a command\n"
+    "       splunk-profd --version\n"
     "\n"
-    "Samples the threads of running processes from outside, without\n"
-    "restarting or instrumenting them, and writes a pprof profile.\n"
+    "An out-of-process CPU profiler: samples the threads of running processes\n"
+    "from outside, without restarting or instrumenting them.  Python targets\n"
+    "get merged Python and native stacks.  See splunk-profd(1).\n"
+    "\n";
+
+static const char record_text[] =
+    "Usage: splunk-profd [record] --pid PID [--pid PID ...] [options]\n"
+    "\n"
+    "Samples the threads of running processes and writes a profile.\n"
     "\n"
     "  -p, --pid PID          process to profile (repeatable)\n"
-    "  -o, --output FILE      write a gzip pprof profile (.pb.gz) at the end\n"
+    "  -o, --output FILE      write the profile at the end; the format follows the\n"
+    "                         extension: .pb.gz pprof (also any other name),\n"
+    "                         .txt collapsed stacks, .json speedscope, .svg flame graph\n"
+    "  -f, --format FMT       pprof, collapsed, speedscope or svg (overrides the extension)\n"
     "  -d, --duration SEC     stop after SEC seconds (default: until Ctrl-C/SIGTERM)\n"
     "  -i, --interval MS      sampling period in ms (default: "
     "$SPLUNK_PROFILER_CALL_STACK_INTERVAL,\n"
@@ -45,9 +71,14 @@ static const char usage_text[] =
     "  -h, --help             this text\n"
     "  -V, --version          version\n"
     "\n"
-    "Example:\n"
+    "On a terminal a one-line progress display runs on stderr.\n"
+    "\n"
+    "Examples:\n"
     "  splunk-profd --pid 1234 --interval 10 --duration 30 --output cpu.pb.gz\n"
     "  go tool pprof -top cpu.pb.gz\n"
+    "  splunk-profd record --pid 1234 -i 10 -d 30 -o flame.svg    # open in a browser\n"
+    "  splunk-profd record --pid 1234 -i 10 -d 30 -o cpu.txt      # flamegraph.pl input\n"
+    "  splunk-profd record --pid 1234 -i 10 -d 30 -o cpu.json     # speedscope.app\n"
     "  splunk-profd --pid 1234 --endpoint http://localhost:4317\n"
     "\n"
     "Export to Splunk is on with --endpoint, SPLUNK_PROFILER_LOGS_ENDPOINT or\n"
@@ -55,6 +86,57 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 done, 1 runtime failure (e.g. output not writable),\n"
     "2 usage error, 3 a target cannot be profiled.\n";
+
+static const char dump_text[] =
+    "Usage: splunk-profd dump --pid PID [--pid PID ...] [options]\n"
+    "\n"
+    "Prints every thread's current stack once: merged Python and native frames\n"
+    "with file:line, thread name, OS thread id, Python thread id, state\n"
+    "(running, or blocked and in which syscall) and trace/span ids when known.\n"
+    "Each thread is stopped no longer than for one sample; blocked threads are\n"
+    "not stopped at all.\n"
+    "\n"
+    "  -p, --pid PID          process to dump (repeatable)\n"
+    "  -j, --json             one JSON document on stdout instead of text\n"
+    "      --native=MODE      Python targets: default, all, python-only\n"
+    "      --stack-bytes N    stack bytes copied per thread (4096..1048576, default 32768)\n"
+    "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
+    "  -v, --verbose          more log lines (repeatable)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Examples:\n"
+    "  splunk-profd dump --pid 1234\n"
+    "  splunk-profd dump --pid 1234 --json | jq '.processes[].threads[].name'\n"
+    "\n"
+    "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
+    "3 a target cannot be profiled.\n";
+
+static const char top_text[] =
+    "Usage: splunk-profd top --pid PID [--pid PID ...] [options]\n"
+    "\n"
+    "A live view of the hottest functions (self % and total % of samples),\n"
+    "refreshed every second.  Needs a terminal of at least 40x10.\n"
+    "\n"
+    "  -p, --pid PID          process to watch (repeatable)\n"
+    "  -t, --thread T         only threads named T or with OS thread id T\n"
+    "      --idle             also count blocked (idle) samples; default: running only\n"
+    "  -i, --interval MS      sampling period in ms (default 10)\n"
+    "      --native=MODE      Python targets: default, all, python-only\n"
+    "      --stack-bytes N    stack bytes copied per thread-sample (default 32768)\n"
+    "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
+    "  -v, --verbose          more log lines (repeatable)\n"
+    "  -h, --help             this text\n"
+    "\n"
+    "Keys: q or Ctrl-C quit; s sort by self, t by total, n by name;\n"
+    "f next thread filter (cycles through the threads, then all);\n"
+    "i toggle idle samples; r reset the counts.\n"
+    "\n"
+    "Examples:\n"
+    "  splunk-profd top --pid 1234\n"
+    "  splunk-profd top --pid 1234 --thread worker-1 --idle\n"
+    "\n"
+    "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
+    "3 a target cannot be profiled.\n";
 
 static bool parse_long(const char *text, long long min, long long max, long long *out)
 {
@@ -134,6 +216,7 @@ enum {
         OPT_NO_EXPORT,
         OPT_FLUSH_INTERVAL,
         OPT_EXPORT_MEMORY,
+        OPT_IDLE,
 };
 
 static const struct option long_options[] = {
@@ -148,6 +231,10 @@ static const struct option long_options[] = {
     {"no-export", no_argument, NULL, OPT_NO_EXPORT},
     {"flush-interval", required_argument, NULL, OPT_FLUSH_INTERVAL},
     {"export-memory-mb", required_argument, NULL, OPT_EXPORT_MEMORY},
+    {"format", required_argument, NULL, 'f'},
+    {"json", no_argument, NULL, 'j'},
+    {"thread", required_argument, NULL, 't'},
+    {"idle", no_argument, NULL, OPT_IDLE},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -183,6 +270,78 @@ static bool apply_export_option(int opt, const char *arg, struct export_config *
                 snprintf(error, error_size, "--export-memory-mb %.64s: not in %d..%d", arg,
                          EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB);
                 return false;
+        }
+}
+
+static bool parse_format(const char *name, enum output_format *out)
+{
+        static const struct {
+                const char *name;
+                enum output_format format;
+        } formats[] = {
+            {"pprof", OUTPUT_PPROF},
+            {"collapsed", OUTPUT_COLLAPSED},
+            {"speedscope", OUTPUT_SPEEDSCOPE},
+            {"svg", OUTPUT_SVG},
+        };
+
+        for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+                if (strcmp(name, formats[i].name) == 0) {
+                        *out = formats[i].format;
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool has_suffix(const char *text, const char *suffix)
+{
+        size_t n = strlen(text), m = strlen(suffix);
+
+        return n >= m && strcasecmp(text + n - m, suffix) == 0;
+}
+
+/* The format an --output name implies; pprof for anything unknown, as
+ * before this choice existed. */
+static enum output_format format_from_name(const char *path)
+{
+        if (has_suffix(path, ".txt") || has_suffix(path, ".collapsed") ||
+            has_suffix(path, ".folded"))
+                return OUTPUT_COLLAPSED;
+        if (has_suffix(path, ".json"))
+                return OUTPUT_SPEEDSCOPE;
+        if (has_suffix(path, ".svg"))
+                return OUTPUT_SVG;
+        return OUTPUT_PPROF;
+}
+
+/* --format, --json, --thread, --idle. */
+static bool apply_view_option(int opt, const char *arg, struct profd_config *config, char *error,
+                              size_t error_size)
+{
+        switch (opt) {
+        case 'f':
+                if (parse_format(arg, &config->format)) {
+                        config->format_given = true;
+                        return true;
+                }
+                snprintf(error, error_size,
+                         "--format %.64s: not one of pprof, collapsed, speedscope, svg", arg);
+                return false;
+        case 'j':
+                config->json = true;
+                return true;
+        case 't':
+                if (!*arg || strlen(arg) > 15) {
+                        snprintf(error, error_size,
+                                 "--thread: give a thread name (at most 15 characters) or id");
+                        return false;
+                }
+                config->thread_filter = arg;
+                return true;
+        default:
+                config->include_idle = true;
+                return true;
         }
 }
 
@@ -246,6 +405,11 @@ static bool apply_option(int opt, const char *arg, struct profd_config *config, 
         case 'v':
                 config->verbosity++;
                 return true;
+        case 'f':
+        case 'j':
+        case 't':
+        case OPT_IDLE:
+                return apply_view_option(opt, arg, config, error, error_size);
         case OPT_ENDPOINT:
         case OPT_NO_EXPORT:
         case OPT_FLUSH_INTERVAL:
@@ -257,19 +421,111 @@ static bool apply_option(int opt, const char *arg, struct profd_config *config, 
         }
 }
 
-enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, char *error,
+/* Which options each subcommand accepts (getopt values; 0 ends). */
+static const int record_options[] = {'p',
+                                     'o',
+                                     'd',
+                                     'i',
+                                     'f',
+                                     'v',
+                                     OPT_STACK_BYTES,
+                                     OPT_MAX_DEPTH,
+                                     OPT_NATIVE,
+                                     OPT_ENDPOINT,
+                                     OPT_NO_EXPORT,
+                                     OPT_FLUSH_INTERVAL,
+                                     OPT_EXPORT_MEMORY,
+                                     0};
+static const int dump_options[] = {'p', 'j', 'v', OPT_STACK_BYTES, OPT_MAX_DEPTH, OPT_NATIVE, 0};
+static const int top_options[] = {'p',           'i',        't', 'v', OPT_IDLE, OPT_STACK_BYTES,
+                                  OPT_MAX_DEPTH, OPT_NATIVE, 0};
+
+struct command_spec {
+        const char *name;
+        enum profd_command command;
+        const char *help;
+        const int *options;
+};
+
+static const struct command_spec commands[] = {
+    {"record", COMMAND_RECORD, record_text, record_options},
+    {"dump", COMMAND_DUMP, dump_text, dump_options},
+    {"top", COMMAND_TOP, top_text, top_options},
+};
+
+static bool command_accepts(const struct command_spec *spec, int opt)
+{
+        for (const int *o = spec->options; *o; o++)
+                if (*o == opt)
+                        return true;
+        return false;
+}
+
+/* The subcommand named by argv[1], or record when argv[1] is an option
+ * (or absent); NULL for an unknown word. */
+static const struct command_spec *find_command(int argc, char **argv, int *first_option)
+{
+        *first_option = 1;
+        if (argc < 2 || argv[1][0] == '-')
+                return &commands[0];
+        *first_option = 2;
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return &commands[i];
+        if (strcmp(argv[1], "help") == 0) {
+                *first_option = -1;
+                return &commands[0];
+        }
+        return NULL;
+}
+
+static void print_help(const struct command_spec *spec, bool bare)
+{
+        /* `splunk-profd --help` shows the subcommands first, then record's
+         * options (record is what a bare command line does). */
+        if (bare)
+                fputs(overview_text, stdout);
+        fputs(spec->help, stdout);
+}
+
+/* Command-specific defaults and checks after the options. */
+static bool finish_command(struct profd_config *config, bool interval_given, char *error,
                            size_t error_size)
 {
+        switch (config->command) {
+        case COMMAND_DUMP:
+                config->interval_ms = DUMP_INTERVAL_MS;
+                config->max_ticks = 1;
+                config->export.enabled = false;
+                return true;
+        case COMMAND_TOP:
+                if (!interval_given)
+                        config->interval_ms = TOP_INTERVAL_MS;
+                config->export.enabled = false;
+                return true;
+        case COMMAND_RECORD:
+                if (config->output && !config->format_given)
+                        config->format = format_from_name(config->output);
+                if (config->format_given && !config->output) {
+                        snprintf(error, error_size, "--format needs --output FILE");
+                        return false;
+                }
+                return export_config__resolve(&config->export, config->interval_ms, error,
+                                              error_size);
+        }
+        return true;
+}
+
+static enum cli_result parse_options(int argc, char **argv, const struct command_spec *spec,
+                                     bool bare, struct profd_config *config, char *error,
+                                     size_t error_size)
+{
+        bool interval_given = false;
         int opt;
 
-        defaults(config);
-        /* The environment first, so that a flag given alongside it wins. */
-        if (!apply_environment(config, error, error_size))
-                return CLI_USAGE_ERROR;
-        opterr = 0;
-        while ((opt = getopt_long(argc, argv, "p:o:d:i:vhV", long_options, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "p:o:d:i:f:jt:vhV", long_options, NULL)) != -1) {
                 if (opt == 'h') {
-                        fputs(usage_text, stdout);
+                        print_help(spec, bare);
                         return CLI_EXIT_OK;
                 }
                 if (opt == 'V') {
@@ -282,6 +538,13 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
                                  argv[optind - 1]);
                         return CLI_USAGE_ERROR;
                 }
+                if (!command_accepts(spec, opt)) {
+                        snprintf(error, error_size,
+                                 "%s: not an option of `%s` (see splunk-profd %s --help)",
+                                 argv[optind - 1], spec->name, spec->name);
+                        return CLI_USAGE_ERROR;
+                }
+                interval_given |= opt == 'i';
                 if (!apply_option(opt, optarg, config, error, error_size))
                         return CLI_USAGE_ERROR;
         }
@@ -294,7 +557,32 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
                 snprintf(error, error_size, "no target: give --pid PID (see --help)");
                 return CLI_USAGE_ERROR;
         }
-        if (!export_config__resolve(&config->export, config->interval_ms, error, error_size))
+        return finish_command(config, interval_given, error, error_size) ? CLI_RUN
+                                                                         : CLI_USAGE_ERROR;
+}
+
+enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, char *error,
+                           size_t error_size)
+{
+        const struct command_spec *spec;
+        int first;
+
+        defaults(config);
+        spec = find_command(argc, argv, &first);
+        if (!spec) {
+                snprintf(error, error_size,
+                         "unknown command '%.64s': use record, dump or top (see --help)", argv[1]);
                 return CLI_USAGE_ERROR;
-        return CLI_RUN;
+        }
+        if (first < 0) { /* `splunk-profd help` */
+                print_help(spec, true);
+                return CLI_EXIT_OK;
+        }
+        config->command = spec->command;
+        /* The environment first, so that a flag given alongside it wins. */
+        if (!apply_environment(config, error, error_size))
+                return CLI_USAGE_ERROR;
+        opterr = 0;
+        optind = first;
+        return parse_options(argc, argv, spec, first == 1, config, error, error_size);
 }

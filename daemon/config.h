@@ -12,7 +12,35 @@
 
 #define CONFIG_MAX_PIDS 1024
 
+/* Exit statuses, documented in --help, README.md and splunk-profd(1). */
+#define EXIT_RUNTIME      1 /* e.g. the output cannot be written */
+#define EXIT_USAGE        2 /* bad flag, environment value or subcommand */
+#define EXIT_TARGET_ERROR 3 /* a target cannot be profiled */
+
+/* The subcommand: `record` (also the default with no subcommand), `dump`
+ * (every thread's stack once) or `top` (live hottest functions). */
+enum profd_command {
+        COMMAND_RECORD,
+        COMMAND_DUMP,
+        COMMAND_TOP,
+};
+
+/* --output's format, from --format or the file name's extension. */
+enum output_format {
+        OUTPUT_PPROF,      /* .pb.gz: gzip pprof (default for unknown extensions) */
+        OUTPUT_COLLAPSED,  /* .txt: "root;...;leaf count" lines (flamegraph.pl) */
+        OUTPUT_SPEEDSCOPE, /* .json: speedscope file format */
+        OUTPUT_SVG,        /* .svg: self-contained interactive flame graph */
+};
+
 struct profd_config {
+        enum profd_command command;
+        enum output_format format;
+        bool format_given;         /* --format was given (else from --output's extension) */
+        bool json;                 /* dump: --json */
+        bool include_idle;         /* top: count blocked (idle) samples too: --idle */
+        const char *thread_filter; /* top: --thread NAME|TID, NULL = all */
+        uint64_t max_ticks;        /* stop after this many ticks (dump: 1), 0 = no limit */
         size_t n_pids;
         pid_t pids[CONFIG_MAX_PIDS];
         const char *output;          /* NULL: no file */
@@ -31,6 +59,7 @@ enum cli_result {
         CLI_USAGE_ERROR /* `error` holds one line */
 };
 
-/* Parses argv and the SPLUNK_PROFILER_* environment into `config`. */
+/* Parses argv (an optional subcommand, then its options) and the
+ * SPLUNK_PROFILER_* environment into `config`. */
 enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, char *error,
                            size_t error_size);

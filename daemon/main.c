@@ -1,11 +1,19 @@
-/* main.c — `splunk-profd --pid N [--output FILE]`: parse, start the
+/* main.c — `splunk-profd [record|dump|top] --pid N ...`: parse, start the
  * exporter thread (when exporting to Splunk) and the tracer thread, wait
- * for the tracer or for SIGINT/SIGTERM, write the profile, let the exporter
- * flush within a deadline, summarize.
+ * for the tracer or for SIGINT/SIGTERM, then finish the subcommand:
  *
- * Three threads at most: main (signals, file output), the tracer (every
- * ptrace call, sampling, record encoding) and the exporter (gRPC only, fed
- * by a bounded queue, so a slow or absent collector never delays a tick).
+ *   record  write the profile (pprof, collapsed, speedscope or SVG, all from
+ *           the one profile builder) and a summary line;
+ *   dump    the tracer stops after one tick; print what the dump sink kept;
+ *   top     daemon/cmd_top.c runs its own terminal loop instead.
+ *
+ * All three share the tracer and the sampler; they differ only in the sink
+ * the sampler hands its samples to (daemon/sample_sink.h).
+ *
+ * Three threads at most: main (signals, file output, terminal), the tracer
+ * (every ptrace call, sampling, record encoding) and the exporter (gRPC
+ * only, fed by a bounded queue, so a slow or absent collector never delays
+ * a tick).
  *
  * The main thread never touches a tracee.  It owns the signals: SIGINT,
  * SIGTERM and SIGHUP are read from a signalfd (so no handler ever runs at a
@@ -22,21 +30,27 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "daemon/cmd_dump.h"
+#include "daemon/cmd_top.h"
 #include "daemon/config.h"
+#include "daemon/progress.h"
 #include "daemon/registry.h"
 #include "daemon/sampler.h"
 #include "daemon/tracer.h"
+#include "export/collapsed.h"
 #include "export/exporter.h"
+#include "export/flamegraph_svg.h"
 #include "export/profile_builder.h"
 #include "export/profile_file.h"
+#include "export/speedscope.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE   2
 /* On shutdown, queued records get this long to reach the collector. */
 #define EXPORT_SHUTDOWN_DEADLINE_MS 5000
+/* The progress line is redrawn this often on a terminal. */
+#define PROGRESS_REDRAW_MS 250
 
 /* Per-thread /proc files are kept open: allow as many as the hard limit. */
 static void raise_fd_limit(void)
@@ -49,11 +63,14 @@ static void raise_fd_limit(void)
         }
 }
 
-static int block_signals(void)
+/* `top` also reads SIGWINCH (terminal resized) from the signalfd. */
+static int block_signals(bool with_winch)
 {
         sigset_t mask;
 
         sigemptyset(&mask);
+        if (with_winch)
+                sigaddset(&mask, SIGWINCH);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGHUP);
@@ -78,15 +95,19 @@ static int registry__init(struct registry *registry, const struct profd_config *
 
         memset(registry, 0, sizeof(*registry));
         registry->config = *config;
+        registry->include_internal_stacks =
+            !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
         registry->sigchld_fd = -1;
         registry->stop_fd = eventfd(0, EFD_CLOEXEC);
         registry->done_fd = eventfd(0, EFD_CLOEXEC);
         registry->symbolizer = symbolizer__new();
-        registry->builder = profile_builder__new(&options);
+        /* dump and top read stacks through their sink, not a profile. */
+        if (config->command == COMMAND_RECORD)
+                registry->builder = profile_builder__new(&options);
         registry->recorder.builder = registry->builder;
         registry->recorder.period_ms = config->interval_ms;
         if (registry->stop_fd < 0 || registry->done_fd < 0 || !registry->symbolizer ||
-            !registry->builder)
+            (config->command == COMMAND_RECORD && !registry->builder))
                 return -ENOMEM;
         return 0;
 }
@@ -110,7 +131,7 @@ static void registry__release(struct registry *registry)
 /* Waits until the tracer finishes, forwarding SIGINT/SIGTERM as a stop
  * request.  A second signal is not needed: the tracer stops within one
  * poll period. */
-static void wait_for_tracer(struct registry *registry, int signal_fd)
+static void wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress)
 {
         struct pollfd fds[2] = {
             {.fd = signal_fd, .events = POLLIN},
@@ -118,10 +139,14 @@ static void wait_for_tracer(struct registry *registry, int signal_fd)
         };
         uint64_t value, one = 1;
         struct signalfd_siginfo info;
+        int timeout = progress->out ? PROGRESS_REDRAW_MS : -1;
 
         for (;;) {
-                if (poll(fds, 2, -1) < 0 && errno != EINTR)
+                int ready = poll(fds, 2, timeout);
+                if (ready < 0 && errno != EINTR)
                         return;
+                if (ready == 0)
+                        progress__draw(progress, &registry->progress);
                 if (fds[1].revents & POLLIN) {
                         if (read(registry->done_fd, &value, sizeof(value)) == sizeof(value) &&
                             value >= 2)
@@ -192,6 +217,23 @@ static void print_summary(const struct registry *registry)
                 export_summary);
 }
 
+/* One profile builder, four renderings of it. */
+static int write_profile(struct profile_builder *builder, enum output_format format,
+                         const char *path)
+{
+        switch (format) {
+        case OUTPUT_COLLAPSED:
+                return collapsed__write(builder, path);
+        case OUTPUT_SPEEDSCOPE:
+                return speedscope__write(builder, path);
+        case OUTPUT_SVG:
+                return flamegraph_svg__write(builder, path);
+        case OUTPUT_PPROF:
+                break;
+        }
+        return profile_file__write_pprof(builder, path);
+}
+
 static int write_output(struct registry *registry)
 {
         int r;
@@ -200,7 +242,7 @@ static int write_output(struct registry *registry)
                 return 0;
         profile_builder__set_duration(registry->builder,
                                       (int64_t)(registry->end_ns - registry->start_ns));
-        r = profile_file__write_pprof(registry->builder, registry->config.output);
+        r = write_profile(registry->builder, registry->config.format, registry->config.output);
         if (r < 0) {
                 log_error("cannot write %s: %s", registry->config.output, strerror(-r));
                 return EXIT_RUNTIME;
@@ -232,17 +274,22 @@ static int start_exporter(struct registry *registry)
         return 0;
 }
 
-static int run(struct registry *registry, int signal_fd)
+/* record and dump: the tracer runs until the duration, the single dump
+ * tick, the last target's exit or a signal; then the command finishes. */
+static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump)
 {
+        struct progress progress;
         pthread_t tracer;
         int status;
 
+        progress__init(&progress, dump ? NULL : stderr, registry->config.duration_s);
         if (pthread_create(&tracer, NULL, tracer__main, registry) != 0) {
                 log_error("cannot start the tracer thread");
                 return EXIT_RUNTIME;
         }
-        wait_for_tracer(registry, signal_fd);
+        wait_for_tracer(registry, signal_fd, &progress);
         pthread_join(tracer, NULL);
+        progress__clear(&progress);
         if (registry->exporter)
                 exporter__stop(registry->exporter,
                                registry->attach_error ? 0 : EXPORT_SHUTDOWN_DEADLINE_MS);
@@ -250,9 +297,32 @@ static int run(struct registry *registry, int signal_fd)
                 log_error("%s", registry->attach_why);
                 return registry->attach_exit_code;
         }
+        if (dump)
+                return cmd_dump__print(dump, stdout);
         status = write_output(registry);
         print_summary(registry);
         return status;
+}
+
+static int run_command(struct registry *registry, int signal_fd)
+{
+        _cleanup_(cmd_dump__freep) struct cmd_dump *dump = NULL;
+
+        switch (registry->config.command) {
+        case COMMAND_TOP:
+                return cmd_top__run(registry, signal_fd);
+        case COMMAND_DUMP:
+                dump = cmd_dump__new(registry->config.json);
+                if (!dump) {
+                        log_error("out of memory");
+                        return EXIT_RUNTIME;
+                }
+                registry->sink = cmd_dump__sink(dump);
+                return run(registry, signal_fd, dump);
+        case COMMAND_RECORD:
+                break;
+        }
+        return run(registry, signal_fd, NULL);
 }
 
 int main(int argc, char **argv)
@@ -279,7 +349,7 @@ int main(int argc, char **argv)
         /* A privileged daemon must not fetch debug info over the network
          * behind the user's back (libdw honours DEBUGINFOD_URLS). */
         unsetenv("DEBUGINFOD_URLS");
-        signal_fd = block_signals();
+        signal_fd = block_signals(config.command == COMMAND_TOP);
         if (registry__init(&registry, &config) < 0 || signal_fd < 0) {
                 log_error("cannot initialise: %s", strerror(errno ? errno : ENOMEM));
                 registry__release(&registry);
@@ -289,7 +359,7 @@ int main(int argc, char **argv)
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }
-        status = run(&registry, signal_fd);
+        status = run_command(&registry, signal_fd);
         registry__release(&registry);
         return status;
 }

@@ -9,8 +9,11 @@
 
 #include "attach/ptrace_events.h"
 #include "attach/target_set.h"
+#include "context/context_reader.h"
 #include "daemon/config.h"
+#include "daemon/progress.h"
 #include "daemon/run_stats.h"
+#include "daemon/sample_sink.h"
 #include "profile/sample_recorder.h"
 
 struct symbolizer;
@@ -29,6 +32,8 @@ struct profiled_target {
         uint64_t last_refresh_ns;
         struct py_process *python; /* CPython frames, NULL for other processes */
         struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
+        /* The span-context segment (context/). */
+        struct context_reader context;
 };
 
 struct registry {
@@ -39,11 +44,15 @@ struct registry {
         int attach_exit_code; /* exit status to use for attach_error */
         char attach_why[256];
         struct exporter *exporter; /* NULL: no export; thread-safe submit */
+        /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS=true: keep SDK threads' samples. */
+        bool include_internal_stacks;
+        struct progress_counters progress; /* tracer publishes after each tick, main reads */
+        struct sample_sink sink;           /* dump/top: per-sample consumer (sample_sink.h) */
         /* tracer only */
         int sigchld_fd;
         struct target_set targets;
         struct symbolizer *symbolizer;
-        struct profile_builder *builder;
+        struct profile_builder *builder; /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;
         struct run_stats stats;
         struct ptrace_event_counts events;

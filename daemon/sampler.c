@@ -46,6 +46,8 @@ static void on_interrupt_stop(void *arg, struct target *target, struct tthread *
         /* Python frame data in the same stop window: one or two reads. */
         if (thread->captured && profiled && profiled->python)
                 py_process__capture(profiled->python, &thread->capture);
+        if (thread->captured && profiled)
+                context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
 
 static void on_target_changed(void *arg, struct target *target)
@@ -91,13 +93,16 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
                 log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
                             (int)target->pid);
         (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
-        sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
-                                          proc_process__start_code(target->pid));
+        if (registry->builder)
+                sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
+                                                  proc_process__start_code(target->pid));
         profiled->python = py_process__new(target->pid);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
         profiled->last_refresh_ns = monotonic_ns();
         target->owner = profiled;
+        context_reader__init(&profiled->context, target->pid);
+        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true);
         return 0;
 }
 
@@ -199,6 +204,8 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 goto skipped;
         if (profiled && profiled->python)
                 py_process__capture(profiled->python, &thread->capture);
+        if (profiled)
+                context_reader__capture(&profiled->context, thread); /* still blocked: stable */
         if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
             !same_point(&before, &after) ||
             !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after) ||
@@ -227,6 +234,7 @@ static void refresh_address_space(struct target *target)
         struct profiled_target *profiled = target->owner;
         uint64_t now = monotonic_ns();
 
+        context_reader__refresh(&profiled->context, target, now, target->execed);
         if (!profiled->space)
                 return;
         if (!target->execed && now - profiled->last_refresh_ns < MAPS_REFRESH_NS)
@@ -250,6 +258,8 @@ static void unwind_capture(struct registry *registry, struct target *target, str
         if (stack->n_pcs == 0) {
                 /* At least the leaf: a partial frame beats a lost sample. */
                 stack->pcs[0] = thread->capture.regs.rip;
+                if (stack->sps)
+                        stack->sps[0] = thread->capture.regs.rsp;
                 stack->n_pcs = 1;
                 stack->truncated = true;
         }
@@ -265,6 +275,26 @@ static void unwind_capture(struct registry *registry, struct target *target, str
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
                              stack->end == UNWIND_NEEDS_REGISTERS &&
                              syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
+}
+
+/* Hands one recorded sample to the dump/top sink (sample_sink.h). */
+static void emit_sample(struct registry *registry, struct target *target,
+                        const struct tthread *thread, const struct sample_record *record)
+{
+        struct profiled_target *profiled = target->owner;
+        bool blocked = strcmp(record->thread_state, "blocked") == 0;
+        struct sample_event event = {
+            .record = record,
+            .space = profiled->space,
+            .target = target,
+            .thread = thread,
+            .syscall_nr = !blocked ? -1
+                          : thread->capture.kind == CAPTURE_BLOCKED
+                              ? thread->capture.blocked.syscall_nr
+                              : (long)thread->capture.regs.orig_rax, /* re-stopped in the call */
+        };
+
+        registry->sink.on_sample(registry->sink.arg, &event);
 }
 
 static void record_thread(struct registry *registry, struct target *target, struct tthread *thread,
@@ -286,14 +316,23 @@ static void record_thread(struct registry *registry, struct target *target, stru
 
         if (merged && merged->has_thread_ident)
                 record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
+        struct context_span span;
+        if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {
+                record.trace_id = span.trace_id;
+                record.span_id = span.span_id;
+        }
+        if (span.internal && !registry->include_internal_stacks)
+                return; /* the telemetry SDK's own thread */
 
         if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
                 (void)proc_thread__comm(&thread->files, thread->name);
-        if (sample_recorder__record(&registry->recorder, profiled->space, &profiled->locations,
-                                    &record) < 0) {
+        if (registry->builder && sample_recorder__record(&registry->recorder, profiled->space,
+                                                         &profiled->locations, &record) < 0) {
                 registry->stats.errors++;
                 return;
         }
+        if (registry->sink.on_sample)
+                emit_sample(registry, target, thread, &record);
         if (profiled->otlp)
                 (void)otlp_target__record(profiled->otlp, profiled->space, &record);
         registry->stats.samples++;

@@ -30,6 +30,7 @@
 
 #include "attach/proc_thread.h"
 #include "attach/target_check.h"
+#include "daemon/progress.h"
 #include "daemon/sampler.h"
 #include "export/otlp_target.h"
 #include "util/cleanup.h"
@@ -178,6 +179,11 @@ static void run_loop(struct registry *registry, int timer_fd)
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
                         sampler__tick(registry, realtime_ns());
                         export_after_tick(registry, false);
+                        progress__publish(&registry->progress, &registry->stats,
+                                          registry->stats.max_threads);
+                        if (registry->config.max_ticks &&
+                            registry->stats.ticks >= registry->config.max_ticks)
+                                break; /* dump: exactly one tick */
                         /* Catch up without bursts if a tick overran. */
                         uint64_t due = (monotonic_ns() - registry->start_ns) / interval_ns + 1;
                         tick = due > tick ? due : tick + 1;

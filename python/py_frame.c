@@ -22,9 +22,18 @@
  *   - incomplete frames (not owned by a generator and not yet past the
  *     code's first traceable instruction) are skipped;
  *   - 3.11 is_entry ends an activation after its frame.
- * On 3.9/3.10 each frame is its own activation.  The walk is bounded by
- * PY_MAX_STEPS visits and PY_MAX_FRAMES frames, and a frame visited twice
- * (a cycle in corrupted memory) ends it. */
+ * On 3.9/3.10 each frame is its own activation.
+ *
+ * Each boundary carries an anchor for the merge (unwind/stack_merge.c): an
+ * address inside its activation's C frame.  3.12+: the sentinel frame's
+ * own address (the loop's entry_frame local; it is served from the copied
+ * native stack when it lies there).  3.11: the _PyCFrame local of the loop,
+ * the k-th of the chain from tstate->cframe for the k-th boundary, kept
+ * only when the chain ends at the root cframe with the boundaries (or the
+ * walk was cut short).  3.9/3.10: none (0); the merge goes by name.
+ *
+ * The walk is bounded by PY_MAX_STEPS visits and PY_MAX_FRAMES frames, and
+ * a frame visited twice (a cycle in corrupted memory) ends it. */
 #include "python/py_frame.h"
 
 #include <string.h>
@@ -44,10 +53,21 @@ static uint64_t u64_at(const uint8_t *data, uint64_t offset)
         return value;
 }
 
+/* The bytes at [address, address + len) in the copied native stack. */
+static const uint8_t *stack_at(const struct capture *capture, uint64_t address, size_t len)
+{
+        if (address < capture->stack_start || len > capture->stack_len ||
+            address - capture->stack_start > capture->stack_len - len)
+                return NULL;
+        return capture->stack + (address - capture->stack_start);
+}
+
 static bool read_memory(struct py_walk *walk, uint64_t address, void *out, size_t len)
 {
         const uint8_t *copy = capture__interp_at(walk->capture, address, len);
 
+        if (!copy)
+                copy = stack_at(walk->capture, address, len); /* 3.12+ entry frames */
         if (copy) {
                 memcpy(out, copy, len);
                 return true;
@@ -73,9 +93,9 @@ static bool seen_before(struct py_walk *walk, uint64_t address)
         return true;
 }
 
-static void push_boundary(struct py_walk *walk)
+static void push_boundary(struct py_walk *walk, uint64_t anchor)
 {
-        walk->items[walk->n_items++] = (struct py_item){.boundary = true};
+        walk->items[walk->n_items++] = (struct py_item){.boundary = true, .anchor = anchor};
 }
 
 static void push_frame(struct py_walk *walk, const struct py_code *code, int64_t position)
@@ -123,11 +143,11 @@ static void walk_object_frame(struct py_walk *walk, const uint8_t *frame)
 
         memcpy(&lasti, frame + o->frame_instr, sizeof(lasti));
         push_frame(walk, code, lasti);
-        push_boundary(walk);
+        push_boundary(walk, 0);
 }
 
-/* 3.11+: an _PyInterpreterFrame. */
-static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame)
+/* 3.11+: an _PyInterpreterFrame, at `address`. */
+static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame, uint64_t address)
 {
         const struct py_offsets *o = &walk->runtime->offsets;
         uint64_t executable = u64_at(frame, o->frame_code);
@@ -138,7 +158,7 @@ static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame)
                 executable &= ~STACKREF_TAG_BITS;
         if ((o->owner_sentinel_min && owner >= o->owner_sentinel_min) ||
             (o->executable_may_be_none && executable == walk->runtime->none_object && executable)) {
-                push_boundary(walk);
+                push_boundary(walk, address); /* the loop's entry_frame local */
                 return;
         }
         const struct py_code *code = py_code__get(walk->codes, executable, walk->now_ns);
@@ -153,19 +173,50 @@ static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame)
                         push_frame(walk, code, instr >= base ? (int64_t)(instr - base) / 2 : -1);
         }
         if (entry)
-                push_boundary(walk);
+                push_boundary(walk, 0); /* anchored later: add_cframe_anchors */
 }
 
-void py_frame__walk(struct py_walk *walk, uint64_t tstate)
+static bool read_word(struct py_walk *walk, uint64_t address, uint64_t *value)
+{
+        return capture__read_word(walk->capture, address, value) ||
+               read_memory(walk, address, value, sizeof(*value));
+}
+
+/* 3.11: the k-th boundary (an is_entry frame) belongs to the k-th
+ * _PyCFrame of the chain from tstate->cframe, each a local of its eval
+ * loop.  Unless the counts agree (or the walk was cut short), the anchors
+ * stay 0 and the merge goes by name. */
+static void add_cframe_anchors(struct py_walk *walk, uint64_t tstate)
+{
+        const struct py_offsets *o = &walk->runtime->offsets;
+        const uint8_t *copy = capture__interp_at(walk->capture, tstate, o->tstate_size);
+        uint64_t root = tstate + o->tstate_root_cframe, cframe;
+        size_t i;
+
+        if (!copy)
+                return;
+        cframe = u64_at(copy, o->tstate_frame);
+        for (i = 0; i < walk->n_items; i++) {
+                if (!walk->items[i].boundary)
+                        continue;
+                if (cframe == root || cframe < 4096 || (cframe & 7))
+                        break;
+                walk->items[i].anchor = cframe;
+                if (!read_word(walk, cframe + o->cframe_previous, &cframe))
+                        break;
+        }
+        if (i == walk->n_items && (cframe == root || walk->truncated))
+                return;
+        for (i = 0; i < walk->n_items; i++)
+                walk->items[i].anchor = 0;
+}
+
+static void walk_frames(struct py_walk *walk, uint64_t address)
 {
         const struct py_offsets *o = &walk->runtime->offsets;
         uint8_t frame[FRAME_READ_MAX];
         size_t frame_size = o->frame_size < sizeof(frame) ? o->frame_size : sizeof(frame);
-        uint64_t address = py_frame__top(walk, tstate);
 
-        walk->n_items = walk->n_frames = 0;
-        walk->truncated = false;
-        memset(walk->seen, 0, PY_SEEN_SLOTS * sizeof(walk->seen[0]));
         for (size_t steps = 0; address; steps++) {
                 if (steps >= PY_MAX_STEPS || walk->n_frames >= PY_MAX_FRAMES ||
                     seen_before(walk, address)) {
@@ -182,7 +233,17 @@ void py_frame__walk(struct py_walk *walk, uint64_t tstate)
                 if (o->model == PY_FRAMES_OBJECTS)
                         walk_object_frame(walk, frame);
                 else
-                        walk_interpreter_frame(walk, frame);
+                        walk_interpreter_frame(walk, frame, address);
                 address = u64_at(frame, o->frame_previous);
         }
+}
+
+void py_frame__walk(struct py_walk *walk, uint64_t tstate)
+{
+        walk->n_items = walk->n_frames = 0;
+        walk->truncated = false;
+        memset(walk->seen, 0, PY_SEEN_SLOTS * sizeof(walk->seen[0]));
+        walk_frames(walk, py_frame__top(walk, tstate));
+        if (walk->runtime->offsets.frame_is_entry)
+                add_cframe_anchors(walk, tstate);
 }

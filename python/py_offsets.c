@@ -73,6 +73,7 @@ static void table_311(struct py_offsets *o)
         o->tstate_frame = 56;
         o->tstate_root_cframe = 336;
         o->cframe_current_frame = 8;
+        o->cframe_previous = 16;
         o->tstate_thread_id = 152;
         o->tstate_native_thread_id = 160;
         o->tstate_datastack_chunk = 296;
@@ -105,6 +106,7 @@ static void table_312(struct py_offsets *o)
         o->tstate_frame = 56;
         o->tstate_root_cframe = 272;
         o->cframe_current_frame = 0;
+        o->cframe_previous = 8;
         o->tstate_thread_id = 136;
         o->tstate_native_thread_id = 144;
         o->tstate_datastack_chunk = 232;

@@ -31,6 +31,7 @@ struct py_offsets {
         uint64_t tstate_frame;            /* 3.9/10 frame; 3.11/12 cframe; 3.13+ current_frame */
         uint64_t tstate_root_cframe;      /* 3.11/12: the cframe embedded in the tstate */
         uint64_t cframe_current_frame;    /* 3.11/12 */
+        uint64_t cframe_previous;         /* 3.11/12 */
         uint64_t tstate_thread_id;        /* pthread_t == threading.get_ident() */
         uint64_t tstate_native_thread_id; /* 0: not available (3.9/10) */
         uint64_t tstate_datastack_chunk;  /* 0: no data stack (3.9/10) */

@@ -31,7 +31,13 @@
  * build): call machinery, main, Py_RunMain, builtins implemented in the
  * core such as time.sleep.  Everything else (C extensions, lib-dynload
  * modules, libffi, libc) is NATIVE_OTHER.  Classes are cached per address
- * and dropped when the address space changes. */
+ * and dropped when the address space changes.
+ *
+ * Names are the fallback.  On 3.11+ the merge finds the interpreter-loop
+ * frames by stack address instead (each boundary's anchor against each
+ * native frame's stack span; see unwind/stack_merge.c), so a stripped
+ * interpreter whose loop runs in an unnamed .cold part merges the same;
+ * on 3.9/3.10, or when the anchors do not check out, it goes by class. */
 #include "python/py_process.h"
 
 #include <stdlib.h>
@@ -292,6 +298,7 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
                 py->classes[i] = classify(py, space, native->pcs[i]);
         struct merge_input in = {
             .pcs = native->pcs,
+            .sps = native->sps,
             .classes = py->classes,
             .n_pcs = native->n_pcs,
             .native_truncated = native->truncated,

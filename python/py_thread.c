@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "attach/remote_memory.h"
+#include "util/cleanup.h"
 
 static uint64_t u64_at(const uint8_t *data, uint64_t offset)
 {
@@ -131,6 +132,41 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
         return 0;
 }
 
+struct tid_entry {
+        pid_t tid;
+        size_t index;
+};
+
+static int by_tid_then_index(const void *a, const void *b)
+{
+        const struct tid_entry *x = a, *y = b;
+
+        if (x->tid != y->tid)
+                return x->tid < y->tid ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* A thread state created for a new thread starts with its creator's
+ * thread_id (3.9/3.10 set it before the thread runs), so for a moment two
+ * states name the same OS thread.  States are listed newest first: on a
+ * clash the older state (later in the list) keeps the tid and the newer
+ * one is left unmapped until it has its own id. */
+static void unmap_duplicate_tids(struct py_threads *threads)
+{
+        _cleanup_free_ struct tid_entry *entries = calloc(threads->n + 1, sizeof(*entries));
+        size_t n = 0;
+
+        if (!entries)
+                return;
+        for (size_t i = 0; i < threads->n; i++)
+                if (threads->v[i].tid)
+                        entries[n++] = (struct tid_entry){threads->v[i].tid, i};
+        qsort(entries, n, sizeof(*entries), by_tid_then_index);
+        for (size_t i = 0; i + 1 < n; i++)
+                if (entries[i].tid == entries[i + 1].tid)
+                        threads->v[entries[i].index].tid = 0;
+}
+
 int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_runtime *runtime,
                         const pid_t *tids, size_t n_tids)
 {
@@ -146,6 +182,7 @@ int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_r
                 free(fresh.v);
                 return r;
         }
+        unmap_duplicate_tids(&fresh);
         free(threads->v);
         *threads = fresh;
         return 0;

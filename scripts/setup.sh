@@ -14,6 +14,9 @@ packages=(
   python3 python3-pip python3-pytest gdb strace util-linux procps
   # export tests: a self-signed CA for the TLS collector
   openssl
+  # ops tests (tests/test_ops.py): the SVG flame graph is opened in headless
+  # Chromium; `man` renders the man page
+  chromium man-db
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -34,6 +37,18 @@ python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
 python3 -c 'import grpc, opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc' 2>/dev/null ||
   python3 -m pip install -q grpcio opentelemetry-proto 2>/dev/null ||
   python3 -m pip install -q --break-system-packages grpcio opentelemetry-proto
+
+# The SVG test drives Chromium over the DevTools protocol (websocket).
+python3 -c 'import websocket' 2>/dev/null ||
+  python3 -m pip install -q websocket-client 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages websocket-client
+
+# Span-correlation tests (tests/test_context.py): the real OpenTelemetry API
+# and SDK, opentelemetry-instrument (from opentelemetry-distro), and wheel
+# so that context/python installs with --no-build-isolation (no network).
+python3 -c 'import opentelemetry.sdk.trace, opentelemetry.instrumentation, wheel, setuptools' 2>/dev/null ||
+  python3 -m pip install -q opentelemetry-api opentelemetry-sdk opentelemetry-distro wheel setuptools 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages opentelemetry-api opentelemetry-sdk opentelemetry-distro wheel setuptools
 
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup --reconfigure build >/dev/null
 ninja -C build

@@ -16,7 +16,12 @@
  * both without and with the recovered RBP and the deeper result is kept;
  * a result of fewer than MIN_BLOCKED_FRAMES frames (a syscall wrapper and
  * one caller: no real thread stack is that short) is reported as
- * UNWIND_NEEDS_REGISTERS so the sampler may stop the thread instead. */
+ * UNWIND_NEEDS_REGISTERS so the sampler may stop the thread instead.
+ *
+ * Each frame's stack pointer is recorded too (when out->sps is set; 0 when
+ * libdwfl cannot tell): frame i's locals lie in [sps[i], sps[i + 1]), which
+ * is how the Python merge finds the interpreter-loop activations whose
+ * entry objects live on the C stack (unwind/stack_merge.c). */
 #include "unwind/native_unwinder.h"
 
 #include <elfutils/libdwfl.h>
@@ -132,8 +137,10 @@ struct native_unwinder *native_unwinder__new(struct address_space *space, pid_t 
 void native_unwinder__free(struct native_unwinder *unwinder)
 {
         /* The Dwfl (and its attached state) belongs to the address space. */
-        if (unwinder)
+        if (unwinder) {
                 free(unwinder->scratch.pcs);
+                free(unwinder->scratch.sps);
+        }
         free(unwinder);
 }
 
@@ -142,6 +149,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
         struct native_unwinder *unwinder = arg;
         struct thread_stack *out = unwinder->out;
         Dwarf_Addr pc;
+        Dwarf_Word sp;
         bool activation;
 
         if (!dwfl_frame_pc(state, &pc, &activation))
@@ -151,6 +159,8 @@ static int on_frame(Dwfl_Frame *state, void *arg)
                 out->end = UNWIND_DEPTH_LIMIT;
                 return DWARF_CB_ABORT;
         }
+        if (out->sps)
+                out->sps[out->n_pcs] = dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 ? sp : 0;
         out->pcs[out->n_pcs++] = activation || pc == 0 ? pc : pc - 1;
         return DWARF_CB_OK;
 }
@@ -210,14 +220,18 @@ static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
 
 static bool reserve_scratch(struct native_unwinder *unwinder, size_t max_depth)
 {
-        uint64_t *pcs;
+        uint64_t *pcs, *sps;
 
         if (unwinder->scratch_capacity >= max_depth)
                 return true;
         pcs = realloc(unwinder->scratch.pcs, max_depth * sizeof(*pcs));
-        if (!pcs)
+        if (pcs)
+                unwinder->scratch.pcs = pcs;
+        sps = realloc(unwinder->scratch.sps, max_depth * sizeof(*sps));
+        if (sps)
+                unwinder->scratch.sps = sps;
+        if (!pcs || !sps)
                 return false;
-        unwinder->scratch.pcs = pcs;
         unwinder->scratch_capacity = max_depth;
         return true;
 }
@@ -237,6 +251,8 @@ static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thre
         if (scratch->n_pcs <= out->n_pcs)
                 return;
         memcpy(out->pcs, scratch->pcs, scratch->n_pcs * sizeof(*out->pcs));
+        if (out->sps)
+                memcpy(out->sps, scratch->sps, scratch->n_pcs * sizeof(*out->sps));
         out->n_pcs = scratch->n_pcs;
         out->truncated = scratch->truncated;
         out->end = scratch->end;

@@ -22,7 +22,8 @@ struct native_unwinder *native_unwinder__new(struct address_space *space, pid_t 
 void native_unwinder__free(struct native_unwinder *unwinder);
 
 /* Unwinds `capture` into `out` (at most `max_depth` frames, leaf first,
- * return addresses already moved back into their call instruction).
+ * return addresses already moved back into their call instruction; when
+ * out->sps is set, each frame's stack pointer, 0 when unknown).
  * Returns the number of frames. */
 size_t native_unwinder__unwind(struct native_unwinder *unwinder, const struct capture *capture,
                                struct thread_stack *out, size_t max_depth);

@@ -4,7 +4,9 @@
  * The native unwinder sees the interpreter loop (_PyEval_EvalFrameDefault)
  * once per C-level entry into Python; python/ sees the Python frames and
  * where each such entry began.  Merging replaces each interpreter-loop
- * native frame with the Python frames it was running. */
+ * native frame with the Python frames it was running; that frame is found
+ * by stack address where the entry leaves an object on the C stack (3.11+),
+ * else by its name. */
 #pragma once
 
 #include <stdbool.h>
@@ -30,6 +32,10 @@ enum native_class {
  * interpreter-loop activation was running (`boundary`). */
 struct py_item {
         bool boundary;
+        /* boundaries only: an address on the C stack inside that
+         * activation's native frame (3.12+ its entry frame, 3.11 its
+         * cframe); 0 when unknown */
+        uint64_t anchor;
         const char *function; /* frames only: co_qualname or co_name */
         const char *filename;
         int64_t line; /* -1 when unknown */
@@ -55,6 +61,7 @@ struct merged_stack {
 
 struct merge_input {
         const uint64_t *pcs; /* native lookup addresses, leaf first */
+        const uint64_t *sps; /* their stack pointers (0: unknown), or NULL */
         const enum native_class *classes;
         size_t n_pcs;
         bool native_truncated; /* the native walk did not reach the outermost frame */
@@ -68,10 +75,10 @@ struct merge_input {
  * ENOMEM. */
 struct merged_stack *merged_stack__new(size_t capacity);
 
-/* Merges into `out` (capacity >= n_pcs + n_items + 1).  On a count mismatch
- * the result is still usable: the native frames up to the first
- * interpreter-loop frame, every Python frame, then a MERGE_FAILED_FUNCTION
- * frame; out->failed is set. */
+/* Merges into `out` (capacity >= n_pcs + n_items + 1).  When the two sides
+ * do not line up the result is still usable: the native frames up to the
+ * first interpreter-loop frame, every Python frame, then a
+ * MERGE_FAILED_FUNCTION frame; out->failed is set. */
 void stack_merge__merge(const struct merge_input *in, struct merged_stack *out);
 
 /* Classifies a native function by name: the interpreter loop

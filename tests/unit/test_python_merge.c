@@ -151,10 +151,167 @@ static void test_leftover(void)
         CHECK(!s->failed && s->truncated);
         CHECK(strcmp(render(s), "0x10,a,b") == 0);
         free(s);
-        /* No loop frame at all: the native walk never reached Python. */
+        /* No loop frame at all: the Python frames cannot be placed. */
         s = merge(pcs, no_eval, 2, false, items, 4, NATIVE_MODE_DEFAULT);
+        CHECK(s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,0x20,a,b," MERGE_FAILED_FUNCTION) == 0);
+        free(s);
+        /* ... unless the walk says it stopped short of the interpreter. */
+        s = merge(pcs, no_eval, 2, true, items, 4, NATIVE_MODE_DEFAULT);
         CHECK(!s->failed && s->truncated);
         CHECK(strcmp(render(s), "0x10,0x20,a,b") == 0);
+        free(s);
+}
+
+#define ANCHOR(address)                                                                            \
+        {                                                                                          \
+                .boundary = true, .anchor = address                                                \
+        }
+
+static struct merged_stack *merge_sps(const uint64_t *pcs, const uint64_t *sps,
+                                      const enum native_class *classes, size_t n_pcs,
+                                      bool native_truncated, const struct py_item *items,
+                                      size_t n_items, bool python_truncated, enum native_mode mode)
+{
+        struct merged_stack *out = merged_stack__new(n_pcs + n_items + 1);
+        struct merge_input in = {
+            .pcs = pcs,
+            .sps = sps,
+            .classes = classes,
+            .n_pcs = n_pcs,
+            .native_truncated = native_truncated,
+            .items = items,
+            .n_items = n_items,
+            .python_truncated = python_truncated,
+            .mode = mode,
+        };
+
+        CHECK(out);
+        stack_merge__merge(&in, out);
+        return out;
+}
+
+/* The callback stack of a stripped interpreter: its loop runs in an
+ * unnamed .cold part, classified as interpreter code.  The anchors (entry
+ * frames on the C stack) find the loop frames anyway. */
+static void test_anchor_stripped_callback(void)
+{
+        /* leaf: libc 0x10, .cold(cb) 0x20, ffi 0x30, qsort 0x40, internal
+         * 0x50, .cold(main) 0x60, internal main 0x70, libc 0x80 */
+        const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x80};
+        const uint64_t sps[] = {0x1000, 0x1100, 0x1300, 0x1400, 0x1500, 0x1600, 0x1800, 0x1900};
+        const enum native_class cls[] = {O, I, O, O, I, I, I, O};
+        const struct py_item items[] = {
+            PY("callback"), ANCHOR(0x1180),                                 /* in 0x20's frame */
+            PY("call_c"),   PY("middle"),   PY("<module>"), ANCHOR(0x1700), /* in 0x60's */
+        };
+        struct merged_stack *s;
+
+        s = merge_sps(pcs, sps, cls, 8, false, items, 6, false, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && !s->truncated);
+        CHECK(strcmp(render(s), "0x10,callback,0x30,0x40,call_c,middle,<module>,0x80") == 0);
+        free(s);
+
+        s = merge_sps(pcs, sps, cls, 8, false, items, 6, false, NATIVE_MODE_ALL);
+        CHECK(strcmp(render(s),
+                     "0x10,callback,0x20,0x30,0x40,0x50,call_c,middle,<module>,0x60,0x70,0x80") ==
+              0);
+        free(s);
+
+        /* Without stack pointers: by name, and no name matches. */
+        s = merge_sps(pcs, NULL, cls, 8, false, items, 6, false, NATIVE_MODE_DEFAULT);
+        CHECK(s->failed && s->truncated);
+        CHECK(
+            strcmp(render(s),
+                   "0x10,0x30,0x40,0x80,callback,call_c,middle,<module>," MERGE_FAILED_FUNCTION) ==
+            0);
+        free(s);
+}
+
+/* Anchors win over names: a named loop frame that runs no group is
+ * interpreter code (say, sampled in its prologue), and an empty group
+ * whose anchor is not on the stack is ignored. */
+static void test_anchor_over_names(void)
+{
+        const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x40};
+        const uint64_t sps[] = {0x1000, 0x1100, 0x1200, 0x1300};
+        const enum native_class cls[] = {E, O, E, O};
+        const struct py_item items[] = {PY("a"), PY("b"), ANCHOR(0x1210), ANCHOR(0x500)};
+        struct merged_stack *s =
+            merge_sps(pcs, sps, cls, 4, false, items, 4, false, NATIVE_MODE_DEFAULT);
+
+        CHECK(!s->failed && !s->truncated);
+        CHECK(strcmp(render(s), "0x20,a,b,0x40") == 0);
+        free(s);
+}
+
+/* Anchors out of order, or below the leaf: the sides moved; failed. */
+static void test_anchor_mismatch(void)
+{
+        const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x40};
+        const uint64_t sps[] = {0x1000, 0x1100, 0x1200, 0x1300};
+        const enum native_class cls[] = {O, I, O, I};
+        const struct py_item same[] = {PY("a"), ANCHOR(0x1110), PY("b"), ANCHOR(0x1120)};
+        const struct py_item below[] = {PY("a"), ANCHOR(0x800)};
+        struct merged_stack *s;
+
+        s = merge_sps(pcs, sps, cls, 4, false, same, 4, false, NATIVE_MODE_DEFAULT);
+        CHECK(s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,b," MERGE_FAILED_FUNCTION) == 0);
+        free(s);
+        s = merge_sps(pcs, sps, cls, 4, false, below, 2, false, NATIVE_MODE_DEFAULT);
+        CHECK(s->failed);
+        CHECK(strcmp(render(s), "0x10,0x30,a," MERGE_FAILED_FUNCTION) == 0);
+        free(s);
+}
+
+/* Groups whose anchors lie above the frames walked go at the root side;
+ * a group the Python walk was cut inside goes at the next named loop
+ * frame, else right after the groups placed. */
+static void test_anchor_leftover(void)
+{
+        const uint64_t pcs[] = {0x10, 0x20, 0x30};
+        const uint64_t sps[] = {0x1000, 0x1100, 0x1200};
+        const enum native_class cls[] = {O, I, O};
+        const enum native_class named[] = {O, I, E};
+        const struct py_item items[] = {PY("a"), ANCHOR(0x1150), PY("b"), ANCHOR(0x1280)};
+        const struct py_item cut[] = {PY("a"), ANCHOR(0x1050), PY("b")};
+        struct merged_stack *s;
+
+        s = merge_sps(pcs, sps, cls, 3, true, items, 4, false, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,0x30,b") == 0);
+        free(s);
+        s = merge_sps(pcs, sps, cls, 3, false, cut, 3, true, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && s->truncated);
+        CHECK(strcmp(render(s), "a,b,0x30") == 0);
+        free(s);
+        s = merge_sps(pcs, sps, named, 3, false, cut, 3, true, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && s->truncated);
+        CHECK(strcmp(render(s), "a,b") == 0);
+        free(s);
+}
+
+/* An unknown stack pointer or a missing anchor: by name, as before. */
+static void test_anchor_unusable(void)
+{
+        const uint64_t pcs[] = {0x10, 0x20};
+        const uint64_t sps[] = {0x1000, 0};
+        const enum native_class cls[] = {O, E};
+        const struct py_item items[] = {PY("a"), ANCHOR(0x1010)};
+        const struct py_item no_anchor[] = {PY("a"), BOUNDARY};
+        const uint64_t good[] = {0x1000, 0x1100};
+        struct merged_stack *s;
+
+        s = merge_sps(pcs, sps, cls, 2, false, items, 2, false, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && strcmp(render(s), "0x10,a") == 0);
+        free(s);
+        s = merge_sps(pcs, good, cls, 2, false, no_anchor, 2, false, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && strcmp(render(s), "0x10,a") == 0);
+        free(s);
+        /* With both, the anchor decides: 0x1010 is in the leaf's frame. */
+        s = merge_sps(pcs, good, cls, 2, false, items, 2, false, NATIVE_MODE_DEFAULT);
+        CHECK(!s->failed && strcmp(render(s), "a") == 0);
         free(s);
 }
 
@@ -175,6 +332,11 @@ int main(void)
         test_empty_group();
         test_too_many_evals();
         test_leftover();
+        test_anchor_stripped_callback();
+        test_anchor_over_names();
+        test_anchor_mismatch();
+        test_anchor_leftover();
+        test_anchor_unusable();
         test_eval_names();
         printf("ok\n");
         return 0;

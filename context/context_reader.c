@@ -1,0 +1,350 @@
+/* context_reader.c — reads the span-context segment of one target.
+ *
+ * Discovery: /proc/PID/maps lines whose path starts with
+ * "/memfd:splunk-profd-ctx"; the first whose header passes
+ * context_header__check() (magic, version, sizes, slot count within
+ * CONTEXT_MAX_SLOTS and within the mapping, owner pid = the target) wins.
+ * A forked child's inherited copy of its parent's segment names the
+ * parent as owner and is rejected.
+ *
+ * Index: slot numbers per thread are kept in the threads themselves
+ * (tthread.context_slot), rebuilt from one bulk copy of the slot array
+ * whenever header.claims moves or a slot stopped naming its thread.  The
+ * stop window then costs one 64-byte process_vm_readv.
+ *
+ * Decoding trusts a slot only when its sequence is even, its tid is the
+ * sampled thread and its start time is that thread's start time from
+ * /proc: a recycled tid has a different start time, so it never inherits a
+ * dead thread's span. */
+#include "context/context_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach/remote_memory.h"
+#include "context/context_format.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+
+_Static_assert(CAPTURE_SPAN_SLOT_BYTES == CONTEXT_SLOT_SIZE, "capture holds one slot");
+
+#define MAPS_MAX_LINES 200000
+
+static pid_t read_ns_pid(pid_t pid)
+{
+        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], line[256];
+        pid_t ns_pid = pid;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        while (f && fgets(line, sizeof(line), f)) {
+                if (strncmp(line, "NSpid:", 6) != 0)
+                        continue;
+                /* The last entry is the pid in the innermost namespace. */
+                for (char *p = strtok(line + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
+                        ns_pid = (pid_t)atoi(p);
+                break;
+        }
+        return ns_pid;
+}
+
+void context_reader__init(struct context_reader *reader, pid_t pid)
+{
+        memset(reader, 0, sizeof(*reader));
+        reader->pid = pid;
+        reader->ns_pid = read_ns_pid(pid);
+}
+
+uint64_t context_stat__start_time(const char *text)
+{
+        const char *p = strrchr(text, ')');
+        unsigned long long start = 0;
+
+        /* After ")" the state is field 3; starttime is field 22. */
+        for (int field = 2; p && field < 22; field++)
+                p = strchr(p + 1, ' ');
+        if (!p || sscanf(p + 1, "%llu", &start) != 1)
+                return 0;
+        return start;
+}
+
+static uint64_t thread_start_time(const struct tthread *thread)
+{
+        char text[1024];
+        ssize_t n = pread(thread->files.stat_fd, text, sizeof(text) - 1, 0);
+
+        if (n <= 0)
+                return 0;
+        text[n] = '\0';
+        return context_stat__start_time(text);
+}
+
+const char *context_header__check(const void *bytes, size_t len, uint64_t mapped_len, pid_t pid,
+                                  pid_t ns_pid)
+{
+        struct context_header header;
+
+        if (len < sizeof(header))
+                return "short header";
+        memcpy(&header, bytes, sizeof(header));
+        if (memcmp(header.magic, CONTEXT_MAGIC, sizeof(header.magic)) != 0)
+                return "bad magic";
+        if (header.version != CONTEXT_VERSION)
+                return "unsupported version";
+        if (header.header_size != CONTEXT_HEADER_SIZE || header.slot_size != CONTEXT_SLOT_SIZE)
+                return "bad header or slot size";
+        if (header.slot_count == 0 || header.slot_count > CONTEXT_MAX_SLOTS)
+                return "bad slot count";
+        if (CONTEXT_HEADER_SIZE + (uint64_t)header.slot_count * CONTEXT_SLOT_SIZE > mapped_len)
+                return "slots beyond the mapping";
+        if (header.owner_pid != pid && header.owner_pid != ns_pid)
+                return "owned by another process";
+        return NULL;
+}
+
+static void reader__warn(struct context_reader *reader, uint64_t address, const char *why)
+{
+        if (reader->warned)
+                return;
+        reader->warned = true;
+        log_warning("PID %d: ignoring span context segment at 0x%" PRIx64 ": %s", (int)reader->pid,
+                    address, why);
+}
+
+/* Reads and checks the header at `address`; NULL or why not. */
+static const char *reader__check_at(struct context_reader *reader, uint64_t address,
+                                    uint64_t mapped_len, struct context_header *header)
+{
+        ssize_t n = remote_memory__read(reader->pid, address, header, sizeof(*header));
+
+        if (n != (ssize_t)sizeof(*header))
+                return "unreadable";
+        return context_header__check(header, sizeof(*header), mapped_len, reader->pid,
+                                     reader->ns_pid);
+}
+
+static void reader__forget(struct context_reader *reader, struct target *target)
+{
+        reader->segment = 0;
+        for (size_t i = 0; i < target->n_threads; i++)
+                target->threads[i]->context_slot = 0;
+}
+
+static bool maps_line__candidate(const char *line, uint64_t *start, uint64_t *len)
+{
+        unsigned long long lo, hi;
+        int path_at = 0;
+
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &lo, &hi, &path_at) < 2 || !path_at ||
+            hi <= lo)
+                return false;
+        if (strncmp(line + path_at, "/memfd:" CONTEXT_MEMFD_NAME,
+                    strlen("/memfd:" CONTEXT_MEMFD_NAME)) != 0)
+                return false;
+        *start = lo;
+        *len = hi - lo;
+        return true;
+}
+
+static void reader__discover(struct context_reader *reader, struct target *target)
+{
+        _cleanup_fclose_ FILE *maps = NULL;
+        char path[64], line[512];
+        const char *why = NULL;
+        uint64_t bad_at = 0;
+        bool line_start = true;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)reader->pid);
+        maps = fopen(path, "re");
+        for (int n = 0; maps && n < MAPS_MAX_LINES && fgets(line, sizeof(line), maps); n++) {
+                bool candidate = false;
+                uint64_t start = 0, len = 0;
+                struct context_header header;
+                if (line_start)
+                        candidate = maps_line__candidate(line, &start, &len);
+                line_start = strchr(line, '\n') != NULL; /* long lines come in pieces */
+                if (!candidate)
+                        continue;
+                const char *bad = reader__check_at(reader, start, len, &header);
+                if (!bad) {
+                        reader->segment = start;
+                        reader->mapped_len = len;
+                        reader->slot_count = header.slot_count;
+                        reader->claims = header.claims - 1; /* force an index build */
+                        reader->next_index_ns = 0;
+                        log_info("PID %d: span context segment at 0x%" PRIx64 ", %u slots",
+                                 (int)reader->pid, start, header.slot_count);
+                        return;
+                }
+                /* An inherited parent segment is normal after fork. */
+                if (strcmp(bad, "owned by another process") != 0) {
+                        why = bad;
+                        bad_at = start;
+                }
+        }
+        if (why)
+                reader__warn(reader, bad_at, why);
+}
+
+struct slot_key {
+        pid_t tid;
+        uint32_t index;
+        uint64_t start_time;
+};
+
+static int slot_key__compare(const void *a, const void *b)
+{
+        const struct slot_key *x = a, *y = b;
+
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* The slot of `tid` started at `start`, or 0; keys are sorted by tid. */
+static uint32_t slot_keys__find(const struct slot_key *keys, size_t n, pid_t tid, uint64_t start)
+{
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (keys[mid].tid < tid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (; lo < n && keys[lo].tid == tid; lo++)
+                if (keys[lo].start_time == start)
+                        return keys[lo].index + 1;
+        return 0;
+}
+
+static void reader__index(struct context_reader *reader, struct target *target)
+{
+        size_t len = (size_t)reader->slot_count * CONTEXT_SLOT_SIZE, n = 0;
+        _cleanup_free_ struct context_slot *slots = malloc(len);
+        _cleanup_free_ struct slot_key *keys = calloc(reader->slot_count, sizeof(struct slot_key));
+
+        if (!slots || !keys)
+                return;
+        if (remote_memory__read(reader->pid, reader->segment + CONTEXT_HEADER_SIZE, slots, len) !=
+            (ssize_t)len) {
+                reader__warn(reader, reader->segment, "slots unreadable");
+                reader__forget(reader, target);
+                return;
+        }
+        for (uint32_t i = 0; i < reader->slot_count; i++)
+                if (slots[i].tid > 0)
+                        keys[n++] = (struct slot_key){slots[i].tid, i, slots[i].start_time};
+        qsort(keys, n, sizeof(*keys), slot_key__compare);
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                if (!thread->context_start)
+                        thread->context_start = thread_start_time(thread);
+                thread->context_slot = slot_keys__find(keys, n, thread->tid, thread->context_start);
+        }
+        reader->index_stale = false;
+}
+
+void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
+                             bool rediscover)
+{
+        struct context_header header;
+
+        if (rediscover)
+                reader__forget(reader, target);
+        if (reader->segment) {
+                const char *bad =
+                    reader__check_at(reader, reader->segment, reader->mapped_len, &header);
+                if (bad || header.slot_count != reader->slot_count) {
+                        reader__warn(reader, reader->segment, bad ? bad : "slot count changed");
+                        reader__forget(reader, target);
+                        reader->next_discover_ns = now_ns + CONTEXT_DISCOVER_NS;
+                        return;
+                }
+        } else {
+                if (!rediscover && now_ns < reader->next_discover_ns)
+                        return;
+                reader->next_discover_ns = now_ns + CONTEXT_DISCOVER_NS;
+                reader__discover(reader, target);
+                if (!reader->segment)
+                        return;
+                header.claims = reader->claims + 1;
+        }
+        if ((header.claims != reader->claims || reader->index_stale) &&
+            now_ns >= reader->next_index_ns) {
+                reader->claims = header.claims;
+                reader->next_index_ns = now_ns + CONTEXT_INDEX_NS;
+                reader__index(reader, target);
+        }
+}
+
+void context_reader__capture(const struct context_reader *reader, struct tthread *thread)
+{
+        if (!reader->segment || thread->context_slot == 0 ||
+            thread->context_slot > reader->slot_count)
+                return;
+        (void)capture__copy_span_slot(&thread->capture,
+                                      reader->segment + CONTEXT_HEADER_SIZE +
+                                          (uint64_t)(thread->context_slot - 1) * CONTEXT_SLOT_SIZE);
+}
+
+static bool all_zero(const uint8_t *bytes, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (bytes[i])
+                        return false;
+        return true;
+}
+
+static void hex(char *out, const uint8_t *bytes, size_t n)
+{
+        static const char digits[] = "0123456789abcdef";
+
+        for (size_t i = 0; i < n; i++) {
+                out[2 * i] = digits[bytes[i] >> 4];
+                out[2 * i + 1] = digits[bytes[i] & 15];
+        }
+        out[2 * n] = '\0';
+}
+
+enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t tid,
+                                        uint64_t start_time, struct context_span *span)
+{
+        struct context_slot slot;
+
+        memset(span, 0, sizeof(*span));
+        if (len != sizeof(slot) || start_time == 0)
+                return CONTEXT_UNKNOWN;
+        memcpy(&slot, bytes, sizeof(slot));
+        if ((slot.seq & 1) || slot.tid != tid || slot.start_time != start_time)
+                return CONTEXT_UNKNOWN;
+        span->internal = (slot.flags & CONTEXT_FLAG_INTERNAL) != 0;
+        if (!(slot.valid & CONTEXT_VALID) || all_zero(slot.trace_id, sizeof(slot.trace_id)) ||
+            all_zero(slot.span_id, sizeof(slot.span_id)))
+                return CONTEXT_NONE;
+        hex(span->trace_id, slot.trace_id, sizeof(slot.trace_id));
+        hex(span->span_id, slot.span_id, sizeof(slot.span_id));
+        return CONTEXT_SPAN;
+}
+
+enum context_state context_reader__decode(struct context_reader *reader,
+                                          const struct tthread *thread, struct context_span *span)
+{
+        const struct capture *capture = &thread->capture;
+        enum context_state state = context_slot__decode(capture->span_slot, capture->span_slot_len,
+                                                        thread->tid, thread->context_start, span);
+
+        /* A copied slot that no longer names this thread: re-index. */
+        if (state == CONTEXT_UNKNOWN && capture->span_slot_len == CONTEXT_SLOT_SIZE) {
+                int32_t tid;
+                memcpy(&tid, capture->span_slot + 4, sizeof(tid));
+                if (tid != thread->tid)
+                        reader->index_stale = true;
+        }
+        return state;
+}

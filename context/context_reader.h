@@ -1,0 +1,66 @@
+/* context_reader.h — splunk-profd's side of the span-context segment
+ * (context_format.h, FORMAT.md): find it, keep a tid -> slot index, copy
+ * one slot per thread-sample inside the stop window, decode it after.
+ *
+ * Everything in the segment is untrusted: the header is re-validated
+ * every tick, every length is capped, and a bad segment costs one log line
+ * per target and nothing else.  The target's memory is only ever read. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/target.h"
+
+#define CONTEXT_DISCOVER_NS (1000ull * 1000 * 1000) /* re-scan maps at most this often */
+#define CONTEXT_INDEX_NS    (20ull * 1000 * 1000)   /* rebuild the index at most this often */
+
+struct context_reader {
+        pid_t pid;
+        pid_t ns_pid;        /* the target's pid in its own namespace (NSpid) */
+        uint64_t segment;    /* header address in the target, 0: none */
+        uint64_t mapped_len; /* length of its mapping */
+        uint32_t slot_count;
+        uint32_t claims;  /* header.claims at the last index rebuild */
+        bool index_stale; /* a slot no longer names its thread */
+        bool warned;      /* one line per target about a bad segment */
+        uint64_t next_discover_ns;
+        uint64_t next_index_ns;
+};
+
+enum context_state {
+        CONTEXT_NONE,    /* the thread publishes no span */
+        CONTEXT_SPAN,    /* trace_id/span_id are set */
+        CONTEXT_UNKNOWN, /* torn, stale or unreadable: no labels */
+};
+
+struct context_span {
+        char trace_id[33]; /* lowercase hex, full width */
+        char span_id[17];
+        bool internal; /* the writer marked the thread as SDK-internal */
+};
+
+void context_reader__init(struct context_reader *reader, pid_t pid);
+
+/* Once per tick, after every thread is resumed: re-validates the header,
+ * discovers the segment (rate-limited, or at once when `rediscover`), and
+ * rebuilds the tid -> slot index when slots changed owner. */
+void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
+                             bool rediscover);
+
+/* Stop window: copies this thread's slot into its capture with one
+ * bounded process_vm_readv (nothing when it has no slot). */
+void context_reader__capture(const struct context_reader *reader, struct tthread *thread);
+
+/* After the resume: what the copied slot says about `thread`. */
+enum context_state context_reader__decode(struct context_reader *reader,
+                                          const struct tthread *thread, struct context_span *span);
+
+/* Pure parts, exposed for unit tests. */
+enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t tid,
+                                        uint64_t start_time, struct context_span *span);
+const char *context_header__check(const void *bytes, size_t len, uint64_t mapped_len, pid_t pid,
+                                  pid_t ns_pid);
+/* Field 22 (starttime) of a /proc stat line, 0 when malformed. */
+uint64_t context_stat__start_time(const char *text);

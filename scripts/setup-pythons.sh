@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Prepares the real CPython interpreters the Python integration tests
+# (tests/test_python.py) profile, each a minimal Debian root made with
+# debootstrap in a cache directory outside the repository:
+#
+#   name          suite     interpreter (python3 of that suite)
+#   3.9-bullseye  bullseye  3.9
+#   3.13-trixie   trixie    3.13
+#   3.14-forky    forky     3.14  (forky = testing; its python3 is 3.14)
+#
+# plus the machine's own /usr/bin/python3.11 (bookworm), used without chroot.
+#
+# Cache: $SPLUNK_PROFD_PYTHONS (default /var/cache/splunk-profd/pythons).
+#   <cache>/<name>/root      the chroot (run: chroot <root> python3 ...)
+#   <cache>/<name>/stamp     written last; holds `sys.version` of its python3
+#   <cache>/versions.txt     name<TAB>sys.version of all four interpreters
+#   <cache>/debs/            downloaded .debs, reused by later runs
+# Idempotent: a release whose stamp exists and whose python3 still runs is
+# reused as is.  Remove <cache>/<name> (or the whole cache) to rebuild.
+#
+# Mirror: the Debian mirror of this machine's APT sources (override with
+# SPLUNK_PROFD_DEBIAN_MIRROR).  Needs root.  Installs debootstrap if missing.
+set -euo pipefail
+trap 'echo "setup-pythons: error: command failed (exit $?) at line $LINENO" >&2' ERR
+# The whole script is one function, read by bash before it runs, so that
+# editing this file while it runs cannot derail it.
+main() {
+  export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
+
+  CACHE=${SPLUNK_PROFD_PYTHONS:-/var/cache/splunk-profd/pythons}
+  RELEASES=("3.9-bullseye bullseye 3.9" "3.13-trixie trixie 3.13" "3.14-forky forky 3.14")
+  HOST_PYTHON=/usr/bin/python3.11
+  TRIES=3
+
+  log() { echo "setup-pythons: $*"; }
+  die() { echo "setup-pythons: error: $*" >&2; exit 1; }
+
+  [[ $(id -u) == 0 ]] || die "must run as root (debootstrap and chroot need it)"
+
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    log "installing debootstrap"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  fi
+
+  # The first Debian archive URI of the APT sources (deb822 *.sources or
+  # one-line sources.list), e.g. http://deb.debian.org/debian.
+  find_mirror() {
+    local f uri
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [[ -f $f ]] || continue
+      uri=$(awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}' "$f" | grep -E '/debian/?$' | head -1 || true)
+      [[ -n $uri ]] && { echo "${uri%/}"; return; }
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+      [[ -f $f ]] || continue
+      uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) { print $i; break } }' "$f" \
+        | grep -E '/debian/?$' | head -1 || true)
+      [[ -n $uri ]] && { echo "${uri%/}"; return; }
+    done
+  }
+
+  MIRROR=${SPLUNK_PROFD_DEBIAN_MIRROR:-$(find_mirror)}
+  [[ -n $MIRROR ]] || die "no Debian mirror in /etc/apt/sources.list{,.d/*}; set SPLUNK_PROFD_DEBIAN_MIRROR"
+
+  mkdir -p "$CACHE/debs"
+  exec 9>"$CACHE/.lock"
+  flock 9 # one provisioning at a time (tests and a manual run may race)
+
+  # sys.version of the chroot's python3 on one line (3.9's has a newline).
+  chroot_version() { chroot "$1" python3 -c 'import sys; print(" ".join(sys.version.split()))'; }
+
+  # Unmounts whatever a failed debootstrap left mounted under $1 (its
+  # /proc, /sys), so that removing the directory never reaches the host's.
+  unmount_under() {
+    local m
+    { findmnt -rno TARGET | grep -F "$1/" || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
+  }
+
+  # ensure NAME SUITE MINOR: a working chroot with python3 == MINOR at <cache>/NAME/root.
+  ensure() {
+    local name=$1 suite=$2 minor=$3 dir=$CACHE/$1 version script try started
+    if [[ -f $dir/stamp ]]; then
+      if version=$(chroot_version "$dir/root" 2>&1) && [[ $version == "$minor".* ]]; then
+        log "$name: cached at $dir/root: Python $version"
+        echo "$version" >"$dir/stamp"
+        return
+      fi
+      log "$name: cached chroot broken (python3: ${version:-no output}): rebuilding"
+    fi
+    # debootstrap of bookworm knows no later codename: use its sid script then.
+    script=/usr/share/debootstrap/scripts/$suite
+    [[ -e $script ]] || script=/usr/share/debootstrap/scripts/sid
+    started=$SECONDS
+    for ((try = 1; ; try++)); do
+      unmount_under "$dir"
+      rm -rf --one-file-system "$dir"
+      mkdir -p "$dir"
+      log "$name: debootstrap $suite from $MIRROR (try $try/$TRIES)"
+      if debootstrap --variant=minbase --include=python3 --cache-dir="$CACHE/debs" \
+        "$suite" "$dir/root" "$MIRROR" "$script" >"$dir/debootstrap.log" 2>&1; then
+        break
+      fi
+      tail -5 "$dir/debootstrap.log" | sed "s/^/setup-pythons: $name: /" >&2
+      [[ -f $dir/root/debootstrap/debootstrap.log ]] &&
+        tail -5 "$dir/root/debootstrap/debootstrap.log" | sed "s/^/setup-pythons: $name: /" >&2
+      ((try < TRIES)) || die "$name: debootstrap $suite failed $TRIES times (log: $dir/debootstrap.log)"
+      sleep $((try * 5))
+    done
+    unmount_under "$dir"
+    version=$(chroot_version "$dir/root" 2>&1) || die "$name: python3 does not run in $dir/root: $version"
+    [[ $version == "$minor".* ]] || die "$name: $suite's python3 is $version, not $minor"
+    # Removes what the interpreters never need, to keep the cache small.
+    rm -rf "$dir/root/var/cache/apt/archives/"*.deb "$dir/root/usr/share/doc" "$dir/root/usr/share/man" \
+      "$dir/root/usr/share/locale"
+    echo "$version" >"$dir/stamp"
+    log "$name: ready in $((SECONDS - started)) s at $dir/root: Python $version ($(du -sh "$dir/root" | cut -f1))"
+  }
+
+  total=$SECONDS
+  for release in "${RELEASES[@]}"; do
+    # shellcheck disable=SC2086
+    ensure $release
+  done
+
+  [[ -x $HOST_PYTHON ]] || die "$HOST_PYTHON missing (apt-get install python3.11)"
+  host_version=$("$HOST_PYTHON" -c 'import sys; print(" ".join(sys.version.split()))')
+  log "3.11-host: $HOST_PYTHON: Python $host_version"
+
+  {
+    for release in "${RELEASES[@]}"; do
+      name=${release%% *}
+      printf '%s\t%s\n' "$name" "$(cat "$CACHE/$name/stamp")"
+    done
+    printf '3.11-host\t%s\n' "$host_version"
+  } >"$CACHE/versions.txt"
+  log "done in $((SECONDS - total)) s; versions in $CACHE/versions.txt"
+}
+
+main "$@"
+exit

@@ -1,0 +1,85 @@
+/* ctx_c_spans — the C writer's test target.  Two threads alternate, every
+ * 50 ms, between in_span_work() inside a span published with
+ * splunk_profd_context_set() and out_span_work() after
+ * splunk_profd_context_clear().  Ids have leading zero bytes on purpose.
+ * Prints one line per thread, "TID TRACE_HEX SPAN_HEX", then "ready". */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "splunk_profd_context.h"
+
+static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+__attribute__((noinline)) static void in_span_work(void)
+{
+        uint64_t end = now_ms() + 50;
+        volatile uint64_t x = 0;
+
+        while (now_ms() < end)
+                for (int i = 0; i < 10000; i++)
+                        x += (uint64_t)i;
+}
+
+__attribute__((noinline)) static void out_span_work(void)
+{
+        uint64_t end = now_ms() + 50;
+        volatile uint64_t x = 0;
+
+        while (now_ms() < end)
+                for (int i = 0; i < 10000; i++)
+                        x += (uint64_t)i;
+}
+
+static void *worker(void *arg)
+{
+        uint8_t n = (uint8_t)(uintptr_t)arg;
+        uint8_t trace_id[16] = {0, 0, 0, 0, 0, 0x0a, 0xbc, 0, 0, 0, 0, 0, 0, 0, 0x12, n};
+        uint8_t span_id[8] = {0, 0, 0x01, 0x23, 0x45, 0x67, 0x89, n};
+
+        pthread_mutex_lock(&print_lock);
+        printf("%ld ", (long)syscall(SYS_gettid));
+        for (int i = 0; i < 16; i++)
+                printf("%02x", trace_id[i]);
+        printf(" ");
+        for (int i = 0; i < 8; i++)
+                printf("%02x", span_id[i]);
+        printf("\n");
+        fflush(stdout);
+        pthread_mutex_unlock(&print_lock);
+        for (;;) {
+                splunk_profd_context_set(trace_id, span_id, 1);
+                in_span_work();
+                splunk_profd_context_clear();
+                out_span_work();
+        }
+        return NULL;
+}
+
+int main(void)
+{
+        pthread_t threads[2];
+
+        if (splunk_profd_context_init(0) < 0)
+                return 1;
+        for (uintptr_t i = 0; i < 2; i++)
+                pthread_create(&threads[i], NULL, worker, (void *)(i + 1));
+        usleep(100 * 1000);
+        pthread_mutex_lock(&print_lock);
+        printf("ready\n");
+        fflush(stdout);
+        pthread_mutex_unlock(&print_lock);
+        pthread_join(threads[0], NULL);
+        return 0;
+}

@@ -1,0 +1,256 @@
+"""Span correlation: the app-written context segment (context/FORMAT.md),
+its writers (context/python/, context/c/) and trace_id/span_id on samples.
+
+Real parts only: the Python writer is pip-installed from context/python
+into a scratch directory and runs on the real opentelemetry-api/-sdk;
+samples are checked in the --output profile and, for the main test, in
+what the real OTLP receiver (tests/otlp_receiver.py) got.  C targets come
+from tests/context_targets/ (built by meson)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import BUILD, REPO, functions  # noqa: E402
+from otlp_receiver import Receiver  # noqa: E402
+from test_export import clean_export_env, decode_body, exported_samples  # noqa: E402,F401
+
+APPS = REPO / "tests" / "context_targets"
+CTX_TARGETS = BUILD / "tests" / "context_targets"
+HEX32, HEX16 = re.compile(r"[0-9a-f]{32}"), re.compile(r"[0-9a-f]{16}")
+SEGMENT_WARNING = "span context segment"
+
+
+@pytest.fixture(scope="session")
+def writer_path(tmp_path_factory):
+    """context/python pip-installed (no compiler, no network) into a directory for PYTHONPATH."""
+    target = tmp_path_factory.mktemp("pyctx")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target",
+         str(target), str(REPO / "context" / "python")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, f"pip install context/python failed:\n{done.stderr}"
+    return target
+
+
+def app_env(writer_path, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPLUNK_", "OTEL_"))}
+    env["PYTHONPATH"] = f"{writer_path}{os.pathsep}{APPS}"
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def start_app_reported(start_target):
+    """Starts an app that prints one JSON line, then "ready"."""
+    import json
+
+    from conftest import Target
+
+    started = []
+
+    def start(argv, env):
+        target = Target([str(a) for a in argv], env=env)
+        started.append(target)
+        report = json.loads(target.readline(timeout=30))
+        target.wait_ready(timeout=30)
+        return target, report
+
+    yield start
+    for target in started:
+        target.kill()
+
+
+def span_labels(sample):
+    labels = sample["labels"]
+    return labels.get("trace_id"), labels.get("span_id")
+
+
+def tid_of(sample):
+    return sample["num_labels"]["thread.os.id"][0]
+
+
+def check_full_width(samples):
+    for s in samples:
+        trace, span = span_labels(s)
+        if trace or span:
+            assert trace and span and HEX32.fullmatch(trace[0]) and HEX16.fullmatch(span[0]), s["labels"]
+
+
+def check_span_work(samples, tid, function, ids, min_share=0.95):
+    """Samples of thread tid inside `function`: >= min_share carry exactly `ids`."""
+    inside = [s for s in samples if tid_of(s) == tid and function in functions(s)]
+    assert len(inside) >= 5, f"only {len(inside)} samples of {tid} in {function}"
+    exact = [s for s in inside if span_labels(s) == ([ids[0]], [ids[1]])]
+    assert len(exact) >= min_share * len(inside), (
+        f"{function}: {len(exact)}/{len(inside)} samples carry {ids}; others: "
+        f"{[span_labels(s) for s in inside if s not in exact][:5]}"
+    )
+
+
+def check_no_span_work(samples, tid, function):
+    outside = [s for s in samples if tid_of(s) == tid and function in functions(s)]
+    assert len(outside) >= 5, f"only {len(outside)} samples of {tid} in {function}"
+    labelled = [span_labels(s) for s in outside if span_labels(s) != (None, None)]
+    assert not labelled, f"{function} runs outside any span but {len(labelled)} samples carry {labelled[:3]}"
+
+
+def check_two_threads(samples, report):
+    check_full_width(samples)
+    for name in ("a", "b"):
+        thread = report[name]
+        for function in (f"outer_work_{name}", f"inner_work_{name}"):
+            trace, span = thread[function]
+            assert trace.startswith("0") and span.startswith("0"), "ids must have leading zero nibbles"
+            check_span_work(samples, thread["tid"], function, thread[function])
+        check_no_span_work(samples, thread["tid"], f"free_work_{name}")
+
+
+def test_python_spans_in_profile_and_otlp_export(profd, start_app_reported, writer_path, decode_body):
+    target, report = start_app_reported([sys.executable, APPS / "py_spans.py"], app_env(writer_path))
+    with Receiver() as receiver:
+        result = profd.run("--pid", target.pid, "--duration", 3, "--interval", 10, "--endpoint", receiver.endpoint,
+                           timeout=60)
+        assert result.returncode == 0, str(result)
+        records = receiver.wait_records(lambda r: len(r) > 0, 10)
+    exported = [s for _, s in exported_samples(records, decode_body)]
+    check_two_threads(exported, report)
+    check_two_threads(profd.read_profile(result.output).samples, report)
+
+
+def test_opentelemetry_instrument_enables_the_writer(profd, start_app_reported, writer_path):
+    instrument = shutil.which("opentelemetry-instrument")
+    assert instrument, "opentelemetry-instrument not on PATH (scripts/setup.sh installs opentelemetry-distro)"
+    otel_env = {"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}
+    argv = [instrument, sys.executable, APPS / "py_spans.py", "noinstall"]
+    _, off = start_app_reported(argv, app_env(writer_path, **otel_env))
+    assert off["installed"] is False, "the writer must stay off without SPLUNK_PROFILER_ENABLED=true"
+    target, report = start_app_reported(argv, app_env(writer_path, SPLUNK_PROFILER_ENABLED="true", **otel_env))
+    assert report["installed"] is True
+    _, prof = profd.profile([target.pid], duration=2, interval=10)
+    check_two_threads(prof.samples, report)
+
+
+def test_fork_and_multiprocessing_children_publish_their_own_spans(profd, start_app_reported, writer_path):
+    target, report = start_app_reported([sys.executable, APPS / "py_fork.py"], app_env(writer_path))
+    pids = {who: report[who]["pid"] for who in ("parent", "fork", "mp")}
+    assert len(set(pids.values())) == 3
+    result, prof = profd.profile(list(pids.values()), duration=3, interval=10)
+    assert SEGMENT_WARNING not in result.stderr, result.stderr  # an inherited segment is not "bad"
+    check_full_width(prof.samples)
+    all_ids = {tuple(report[who]["ids"]) for who in pids}
+    for who, pid in pids.items():
+        mine = [s for s in prof.samples if s["num_labels"]["process.pid"] == [pid]]
+        seen = {(s["labels"]["trace_id"][0], s["labels"]["span_id"][0]) for s in mine if "span_id" in s["labels"]}
+        assert seen == {tuple(report[who]["ids"])}, f"{who}: spans {seen}, expected {report[who]['ids']} of {all_ids}"
+        main_tid = pid if who != "parent" else None
+        inside = [s for s in mine if f"process_work_{who}" in functions(s)]
+        assert len(inside) >= 5, f"{who}: {len(inside)} samples in process_work_{who}"
+        exact = [s for s in inside if span_labels(s) == ([report[who]["ids"][0]], [report[who]["ids"][1]])]
+        assert len(exact) >= 0.95 * len(inside), f"{who}: {len(exact)}/{len(inside)}"
+        free = [s for s in mine if "free_work" in functions(s) and (main_tid is None or tid_of(s) == main_tid)]
+        assert free and not [s for s in free if "span_id" in s["labels"]], f"{who}: free_work carries a span"
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_internal_sdk_threads_filtered_unless_asked(profd, start_app_reported, writer_path, include):
+    target, report = start_app_reported([sys.executable, APPS / "py_spans.py", "internal"], app_env(writer_path))
+    internal = report["internal_tid"]
+    env = {"SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS": "true"} if include else {}
+    result = profd.run("--pid", target.pid, "--duration", 2.5, "--interval", 10, env=env, timeout=60)
+    assert result.returncode == 0, str(result)
+    prof = profd.read_profile(result.output)
+    worker = [s for s in prof.samples if tid_of(s) == internal]
+    if include:
+        assert len(worker) >= 20, f"{len(worker)} samples of the SDK worker thread {internal}"
+        assert any("exporter_burn" in functions(s) for s in worker)
+    else:
+        assert not worker, f"{len(worker)} samples of the internal thread {internal}"
+    # The application threads are unaffected either way.
+    check_span_work(prof.samples, report["a"]["tid"], "inner_work_a", report["a"]["inner_work_a"])
+
+
+def test_c_writer(profd, start_target_lines):
+    target, lines = start_target_lines([CTX_TARGETS / "ctx_c_spans"], 2)
+    report = {int(tid): (trace, span) for tid, trace, span in (line.split() for line in lines)}
+    _, prof = profd.profile([target.pid], duration=2.5, interval=10)
+    check_full_width(prof.samples)
+    for tid, ids in report.items():
+        assert ids[0].startswith("0000") and ids[1].startswith("0000")
+        check_span_work(prof.samples, tid, "in_span_work", ids)
+        check_no_span_work(prof.samples, tid, "out_span_work")
+
+
+def test_c_writer_installs_with_pkg_config(tmp_path):
+    """meson install, then build a program with `pkg-config splunk-profd-context` only."""
+    destdir = tmp_path / "dest"
+    done = subprocess.run(["meson", "install", "-C", str(BUILD), "--no-rebuild", "--destdir", str(destdir)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    pcs = list(destdir.rglob("splunk-profd-context.pc"))
+    assert len(pcs) == 1, pcs
+    env = dict(os.environ, PKG_CONFIG_PATH=str(pcs[0].parent), PKG_CONFIG_SYSROOT_DIR=str(destdir))
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "splunk-profd-context"],
+                           capture_output=True, text=True, env=env, check=True).stdout.split()
+    program = tmp_path / "app"
+    subprocess.run(["cc", "-o", str(program), str(APPS / "ctx_c_spans.c"), *flags, "-pthread"], check=True)
+    libdir = next(f[2:] for f in flags if f.startswith("-L"))
+    proc = subprocess.Popen([program], stdout=subprocess.PIPE, text=True, env=dict(os.environ, LD_LIBRARY_PATH=libdir))
+    try:
+        lines = [proc.stdout.readline().strip() for _ in range(3)]
+        assert lines[2] == "ready", lines
+        assert "/memfd:splunk-profd-ctx" in Path(f"/proc/{proc.pid}/maps").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def start_target_lines():
+    """Starts a target that prints n lines, then "ready"; returns (Target, lines)."""
+    from conftest import Target
+
+    started = []
+
+    def start(argv, n):
+        target = Target([str(a) for a in argv])
+        started.append(target)
+        lines = [target.readline() for _ in range(n)]
+        target.wait_ready()
+        return target, lines
+
+    yield start
+    for target in started:
+        target.kill()
+
+
+def test_recycled_tid_never_inherits_a_dead_threads_span(profd, start_target_lines):
+    target, lines = start_target_lines([CTX_TARGETS / "ctx_raw", "stale"], 1)
+    busy = int(lines[0])
+    result, prof = profd.profile([target.pid], duration=3, interval=10)
+    samples = [s for s in prof.samples if tid_of(s) == busy]
+    assert len(samples) >= 10, prof.thread_names()
+    assert not [s for s in samples if "span_id" in s["labels"]], "a stale slot's span was used"
+    assert SEGMENT_WARNING not in result.stderr
+
+
+def test_garbage_segments_never_crash_the_reader(profd, start_target_lines):
+    """Thousands of random and adversarial segment states (ctx_raw garbage);
+    meant for the ASan build too (SPLUNK_PROFD_BUILD=build-...-asan)."""
+    target, lines = start_target_lines([CTX_TARGETS / "ctx_raw", "garbage", "7"], 1)
+    busy = int(lines[0])
+    result, prof = profd.profile([target.pid], duration=4, interval=5)
+    assert "AddressSanitizer" not in result.stderr and "runtime error" not in result.stderr, result.stderr
+    warnings = [l for l in result.stderr.splitlines() if SEGMENT_WARNING in l and "ignoring" in l]
+    assert len(warnings) <= 1, warnings
+    samples = [s for s in prof.samples if tid_of(s) == busy]
+    assert len(samples) >= 200, f"sampling stalled: {len(samples)} samples; {prof.thread_names()}"
+    check_full_width(prof.samples)
+    assert target.alive()
