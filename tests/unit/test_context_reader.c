@@ -10,14 +10,7 @@
 
 #include "context/context_format.h"
 #include "context/context_reader.h"
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
+#include "tests/unit/check.h"
 
 #define PID     4242
 #define NS_PID  7

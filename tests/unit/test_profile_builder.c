@@ -15,14 +15,7 @@
 #include "export/profile_file.h"
 #include "proto/profile.pb-c.h"
 #include "util/cleanup.h"
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
+#include "tests/unit/check.h"
 
 static void profilep(Perftools__Profiles__Profile **profile)
 {

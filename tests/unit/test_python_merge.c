@@ -6,14 +6,7 @@
 #include <string.h>
 
 #include "unwind/stack_merge.h"
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
+#include "tests/unit/check.h"
 
 #define E NATIVE_EVAL
 #define I NATIVE_INTERNAL

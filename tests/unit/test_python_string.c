@@ -12,14 +12,7 @@
 
 #include "python/py_offsets.h"
 #include "python/py_string.h"
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
+#include "tests/unit/check.h"
 
 #define KIND(k)  ((uint32_t)(k) << 2)
 #define COMPACT  (1u << 5)

@@ -16,14 +16,7 @@
 #include "symbolize/string_pool.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-                        exit(1);                                                                   \
-                }                                                                                  \
-        } while (0)
+#include "tests/unit/check.h"
 
 static volatile int sink;
 static volatile uintptr_t captured_pc;
