@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +44,18 @@ static void resume(pid_t tid, int sig)
 {
         /* ESRCH means the thread died meanwhile; its exit status follows. */
         (void)ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
+}
+
+/* Ends a ptrace-stop: resume, or detach when the target is let go. */
+static void finish_stop(struct target *target, struct tthread *thread, int sig,
+                        struct ptrace_event_counts *counts)
+{
+        if (!target->releasing) {
+                resume(thread->tid, sig);
+                return;
+        }
+        counts->threads_detached++;
+        target__detach_thread(target, thread, sig);
 }
 
 static void handle_exit(struct target_set *set, pid_t tid,
@@ -84,9 +97,13 @@ static void handle_our_interrupt(struct target *target, struct tthread *thread,
                                  struct ptrace_event_counts *counts)
 {
         thread->interrupt_pending = false;
-        if (handlers->on_interrupt_stop)
+        if (handlers->on_interrupt_stop && !target->releasing)
                 handlers->on_interrupt_stop(arg, target, thread);
         repair_eintr(target, thread, counts);
+        if (target->releasing) {
+                finish_stop(target, thread, 0, counts);
+                return;
+        }
         resume(thread->tid, 0);
         thread->last_pause_ns = monotonic_ns() - thread->interrupt_ns;
 }
@@ -108,7 +125,25 @@ static void handle_event_stop(struct target *target, struct tthread *thread, int
                 handle_our_interrupt(target, thread, handlers, arg, counts);
                 return;
         }
-        resume(thread->tid, 0);
+        finish_stop(target, thread, 0, counts);
+}
+
+/* fork/vfork of a target seized with follow_forks: the child is ours
+ * already; the caller decides whether it becomes a target. */
+static void handle_fork(struct target_set *set, struct target *target, struct tthread *thread,
+                        const struct ptrace_event_handlers *handlers, void *arg,
+                        struct ptrace_event_counts *counts)
+{
+        unsigned long child = 0;
+        struct tthread *known;
+
+        if (ptrace(PTRACE_GETEVENTMSG, thread->tid, NULL, &child) == 0 && child > 0 &&
+            !target_set__find(set, (pid_t)child, &known) && !target->releasing &&
+            handlers->on_fork) {
+                handlers->on_fork(arg, target, (pid_t)child);
+                counts->forks_followed++;
+        }
+        finish_stop(target, thread, 0, counts);
 }
 
 static void handle_clone(struct target *target, pid_t tid, struct ptrace_event_counts *counts)
@@ -121,24 +156,78 @@ static void handle_clone(struct target *target, pid_t tid, struct ptrace_event_c
                 (void)target__add_thread(target, (pid_t)new_tid);
                 counts->threads_created++;
         }
-        resume(tid, 0);
+        struct tthread *thread = target__find_thread(target, tid);
+        if (thread)
+                finish_stop(target, thread, 0, counts);
+        else
+                resume(tid, 0);
 }
 
 static void handle_exec(struct target *target, const struct ptrace_event_handlers *handlers,
-                        void *arg)
+                        void *arg, struct ptrace_event_counts *counts)
 {
+        struct tthread *leader;
+
         /* After exec the survivor has the leader's id, whatever it was. */
         target__reset_after_exec(target);
         if (handlers->on_target_changed)
                 handlers->on_target_changed(arg, target);
-        resume(target->pid, 0);
+        leader = target__find_thread(target, target->pid);
+        if (leader)
+                finish_stop(target, leader, 0, counts);
+        else
+                resume(target->pid, 0);
+}
+
+static pid_t ppid_of(pid_t pid)
+{
+        char path[64], line[128];
+        int ppid = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "PPid: %d", &ppid) == 1)
+                        break;
+        fclose(f);
+        return ppid;
+}
+
+/* The first stop of a forked child can come before its parent's fork
+ * event: offer it to the caller now. */
+static struct target *adopt_child(struct target_set *set, pid_t pid,
+                                  const struct ptrace_event_handlers *handlers, void *arg,
+                                  struct ptrace_event_counts *counts)
+{
+        struct tthread *thread;
+        pid_t ppid;
+
+        if (!handlers->on_fork || (ppid = ppid_of(pid)) <= 0)
+                return NULL;
+        for (size_t i = 0; i < set->n_targets; i++) {
+                struct target *parent = set->targets[i];
+                if (parent->gone || parent->pid != ppid || parent->releasing ||
+                    !parent->options.follow_forks)
+                        continue;
+                handlers->on_fork(arg, parent, pid);
+                counts->forks_followed++;
+                return target_set__find(set, pid, &thread);
+        }
+        return NULL;
 }
 
 /* A stop from a thread we have not registered: a new thread whose first
  * stop came before its creator's clone event. */
-static struct tthread *adopt_thread(struct target_set *set, pid_t tid, struct target **target)
+static struct tthread *adopt_thread(struct target_set *set, pid_t tid, struct target **target,
+                                    const struct ptrace_event_handlers *handlers, void *arg,
+                                    struct ptrace_event_counts *counts)
 {
         *target = target_set__owner_of_new_thread(set, tid);
+        if (!*target)
+                *target = adopt_child(set, tid, handlers, arg, counts);
         if (!*target)
                 return NULL;
         return target__add_thread(*target, tid);
@@ -162,10 +251,12 @@ void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
         event = (int)((unsigned)status >> 16);
         target = target_set__find(set, tid, &thread);
         if (!thread)
-                thread = adopt_thread(set, tid, &target);
+                thread = adopt_thread(set, tid, &target, handlers, arg, counts);
         if (!thread) {
-                /* Never leave an unknown tracee stopped, never eat a signal. */
-                resume(tid, event == 0 ? sig : 0);
+                /* Never leave an unknown tracee stopped, never eat a signal,
+                 * and let it go: nobody would ever sample it. */
+                counts->threads_detached++;
+                (void)ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)(event == 0 ? sig : 0));
                 return;
         }
         switch (event) {
@@ -175,15 +266,19 @@ void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
         case PTRACE_EVENT_CLONE:
                 handle_clone(target, tid, counts);
                 break;
+        case PTRACE_EVENT_FORK:
+        case PTRACE_EVENT_VFORK:
+                handle_fork(set, target, thread, handlers, arg, counts);
+                break;
         case PTRACE_EVENT_EXEC:
-                handle_exec(target, handlers, arg);
+                handle_exec(target, handlers, arg, counts);
                 break;
         case 0:
                 counts->signals_reinjected++;
-                resume(tid, sig);
+                finish_stop(target, thread, sig, counts);
                 break;
         default:
-                resume(tid, 0);
+                finish_stop(target, thread, 0, counts);
                 break;
         }
 }

@@ -6,7 +6,10 @@
  *   - signals are re-injected at once, unchanged;
  *   - a group-stop (SIGSTOP, SIGTSTP, ...) is held with PTRACE_LISTEN, so
  *     the target stays stopped until its SIGCONT, as without us;
- *   - new threads and exec are followed;
+ *   - new threads and exec are followed, and new processes when the
+ *     target was seized with follow_forks;
+ *   - a thread of a target being released is detached at its next
+ *     ptrace-stop instead of resumed (a tracee nobody claims, too);
  *   - every other stop is resumed immediately. */
 #pragma once
 
@@ -19,8 +22,14 @@ struct ptrace_event_handlers {
         /* `thread` stopped because we interrupted it; it is resumed as soon
          * as this returns, and thread->last_pause_ns is set. */
         void (*on_interrupt_stop)(void *arg, struct target *target, struct tthread *thread);
-        /* The process exited, or execed (`execed` set; mappings changed). */
+        /* The process exited, or execed (`execed` set; mappings changed).
+         * At exec the caller may set target->releasing: the leader is then
+         * detached in the exec stop, before the new program runs. */
         void (*on_target_changed)(void *arg, struct target *target);
+        /* A target forked `child`, which the kernel attached for us
+         * (PTRACE_O_TRACEFORK): the caller adds it to the set, or not, in
+         * which case it is detached at its first stop.  NULL: never. */
+        void (*on_fork)(void *arg, struct target *parent, pid_t child);
 };
 
 struct ptrace_event_counts {
@@ -29,6 +38,8 @@ struct ptrace_event_counts {
         uint64_t threads_exited;
         uint64_t group_stops;
         uint64_t eintr_repaired;
+        uint64_t forks_followed;
+        uint64_t threads_detached;
 };
 
 /* Sends PTRACE_INTERRUPT and notes the time.  0 or -errno. */

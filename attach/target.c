@@ -23,6 +23,7 @@
 #define TARGET_MAX_THREADS 65536
 
 static const long SEIZE_OPTIONS = PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC;
+static const long FOLLOW_OPTIONS = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK;
 
 static void thread_free(struct tthread *thread)
 {
@@ -119,10 +120,36 @@ void target__free(struct target *target)
         free(target);
 }
 
-/* Seizes one thread.  1: newly seized, 0: already ours or gone, <0: error. */
-static int seize_thread(pid_t tid)
+struct target *target__adopt(pid_t pid, const struct target_options *options)
 {
-        if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)SEIZE_OPTIONS) == 0)
+        struct target *target = calloc(1, sizeof(*target));
+
+        if (!target)
+                return NULL;
+        target->pid = pid;
+        target->options = *options;
+        if (!target__add_thread(target, pid)) {
+                target__free(target);
+                return NULL;
+        }
+        snprintf(target->comm, sizeof(target->comm), "%s", target->threads[0]->name);
+        return target;
+}
+
+void target__detach_thread(struct target *target, struct tthread *thread, int sig)
+{
+        (void)ptrace(PTRACE_DETACH, thread->tid, NULL, (void *)(long)sig);
+        target__remove_thread(target, thread->tid);
+        if (target->n_threads == 0)
+                target->gone = target->released = true;
+}
+
+/* Seizes one thread.  1: newly seized, 0: already ours or gone, <0: error. */
+static int seize_thread(pid_t tid, const struct target_options *options)
+{
+        long seize_options = SEIZE_OPTIONS | (options->follow_forks ? FOLLOW_OPTIONS : 0);
+
+        if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)seize_options) == 0)
                 return 1;
         if (errno == ESRCH)
                 return 0;
@@ -150,7 +177,7 @@ static int attach_pass(struct target *target, char *why, size_t why_size)
                 int r;
                 if (tid <= 0 || target__find_thread(target, tid))
                         continue;
-                r = seize_thread(tid);
+                r = seize_thread(tid, &target->options);
                 if (r < 0) {
                         snprintf(why, why_size, "PID %d: cannot trace thread %d: %s%s",
                                  (int)target->pid, (int)tid, strerror(-r),

@@ -22,6 +22,7 @@
 struct target_options {
         size_t stack_bytes; /* per-thread stack copy size */
         size_t max_depth;   /* frames kept per stack */
+        bool follow_forks;  /* also PTRACE_O_TRACEFORK/VFORK (watch mode) */
 };
 
 /* How an unwind ended. */
@@ -70,6 +71,11 @@ struct target {
         char comm[16];
         bool gone;
         bool execed; /* the mappings must be re-read */
+        /* Being let go while the process lives on (watch mode): each
+         * thread is PTRACE_DETACHed at its next ptrace-stop and no longer
+         * sampled; `gone` is set once the last thread is detached. */
+        bool releasing;
+        bool released; /* every thread detached (gone, but not exited) */
         struct target_options options;
         void *owner; /* the sampler's per-target state, not owned here */
         size_t n_threads, threads_capacity;
@@ -82,6 +88,14 @@ struct target {
 int target__attach(pid_t pid, const struct target_options *options, struct target **out, char *why,
                    size_t why_size);
 void target__free(struct target *target);
+
+/* A process the kernel attached for us (a traced parent forked it): only
+ * its one thread exists, already ours.  NULL on ENOMEM or when gone. */
+struct target *target__adopt(pid_t pid, const struct target_options *options);
+
+/* Detaches `thread`, which must be in a ptrace-stop, delivering `sig`, and
+ * forgets it; the last one marks the target gone and released. */
+void target__detach_thread(struct target *target, struct tthread *thread, int sig);
 
 struct tthread *target__find_thread(struct target *target, pid_t tid);
 

@@ -12,6 +12,7 @@
  * rest of the program can trust the config.  Numbers must be whole (no
  * trailing junk) and inside documented ranges. */
 #include "daemon/config.h"
+#include "daemon/config_file.h"
 #include "unwind/stack_merge.h"
 
 #include <errno.h>
@@ -27,6 +28,8 @@
 #define DEFAULT_STACK_BYTES (32 * 1024)
 #define DEFAULT_MAX_DEPTH   1024
 
+#define DEFAULT_HEALTH_INTERVAL_S 60
+
 #define DUMP_INTERVAL_MS 1  /* the single tick comes at once */
 #define TOP_INTERVAL_MS  10 /* 100 Hz: a useful top needs many samples per second */
 
@@ -34,6 +37,7 @@ static const char overview_text[] =
     "Usage: splunk-profd [record] --pid PID [options]   sample, write a profile\n"
     "       splunk-profd dump --pid PID [--json]        every thread's stack, once\n"
     "       splunk-profd top --pid PID [--thread T]     live hottest functions\n"
+    "       splunk-profd --watch [--allow R] [--deny R] daemon: every labelled process\n"
     "       splunk-profd COMMAND --help                 options of a command\n"
     "       splunk-profd --version\n"
     "\n"
@@ -70,6 +74,21 @@ static const char record_text[] =
     "  -v, --verbose          more log lines (repeatable)\n"
     "  -h, --help             this text\n"
     "  -V, --version          version\n"
+    "\n"
+    "Daemon mode (instead of --pid):\n"
+    "  -w, --watch            profile every labelled process (SPLUNK_PROFILER_ENABLED=true\n"
+    "                         in its environment, a span-context segment, or --allow),\n"
+    "                         and the children they fork, until SIGTERM\n"
+    "      --allow RULE       also profile matching processes (repeatable; replaces\n"
+    "                         $SPLUNK_PROFILER_WATCH_ALLOW)\n"
+    "      --deny RULE        never profile matching processes (repeatable; replaces\n"
+    "                         $SPLUNK_PROFILER_WATCH_DENY).  RULE: [!]exe:GLOB, uid:N,\n"
+    "                         unit:GLOB, cgroup:GLOB, env:K=V\n"
+    "      --config FILE      KEY=VALUE file, same names as the environment; the\n"
+    "                         environment wins over it, flags over both; SIGHUP\n"
+    "                         re-reads it (interval, rules, health interval)\n"
+    "      --health-interval SEC  one health line every SEC s (default\n"
+    "                         $SPLUNK_PROFILER_HEALTH_INTERVAL, else 60; 0: never)\n"
     "\n"
     "On a terminal a one-line progress display runs on stderr.\n"
     "\n"
@@ -169,13 +188,49 @@ static void defaults(struct profd_config *config)
         config->interval_ms = DEFAULT_INTERVAL_MS;
         config->stack_bytes = DEFAULT_STACK_BYTES;
         config->max_depth = DEFAULT_MAX_DEPTH;
+        config->health_interval_s = DEFAULT_HEALTH_INTERVAL_S;
 }
 
-static bool apply_environment(struct profd_config *config, char *error, size_t error_size)
+static bool parse_health_interval(const char *text, const char *what, double *out, char *error,
+                                  size_t error_size)
 {
-        const char *interval = getenv("SPLUNK_PROFILER_CALL_STACK_INTERVAL");
+        if (strcmp(text, "0") == 0) {
+                *out = 0;
+                return true;
+        }
+        if (parse_seconds(text, out))
+                return true;
+        snprintf(error, error_size, "%s %.64s: not a number of seconds (0: never)", what, text);
+        return false;
+}
+
+/* The daemon-mode variables: rules and the health line period. */
+static bool apply_watch_environment(const struct config_source *source, struct profd_config *config,
+                                    char *error, size_t error_size)
+{
+        const char *allow = config_source__get(source, "SPLUNK_PROFILER_WATCH_ALLOW");
+        const char *deny = config_source__get(source, "SPLUNK_PROFILER_WATCH_DENY");
+        const char *health = config_source__get(source, "SPLUNK_PROFILER_HEALTH_INTERVAL");
+
+        if (allow && !watch_rule_list__add(&config->rules.allow, allow,
+                                           "SPLUNK_PROFILER_WATCH_ALLOW", error, error_size))
+                return false;
+        if (deny && !watch_rule_list__add(&config->rules.deny, deny, "SPLUNK_PROFILER_WATCH_DENY",
+                                          error, error_size))
+                return false;
+        return !health || !*health ||
+               parse_health_interval(health, "SPLUNK_PROFILER_HEALTH_INTERVAL",
+                                     &config->health_interval_s, error, error_size);
+}
+
+static bool apply_environment(const struct config_source *source, struct profd_config *config,
+                              char *error, size_t error_size)
+{
+        const char *interval = config_source__get(source, "SPLUNK_PROFILER_CALL_STACK_INTERVAL");
         long long value;
 
+        if (!apply_watch_environment(source, config, error, error_size))
+                return false;
         if (!interval || !*interval)
                 return true;
         if (!parse_long(interval, 1, 3600000, &value)) {
@@ -217,6 +272,10 @@ enum {
         OPT_FLUSH_INTERVAL,
         OPT_EXPORT_MEMORY,
         OPT_IDLE,
+        OPT_ALLOW,
+        OPT_DENY,
+        OPT_CONFIG,
+        OPT_HEALTH_INTERVAL,
 };
 
 static const struct option long_options[] = {
@@ -235,6 +294,11 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, 'j'},
     {"thread", required_argument, NULL, 't'},
     {"idle", no_argument, NULL, OPT_IDLE},
+    {"watch", no_argument, NULL, 'w'},
+    {"allow", required_argument, NULL, OPT_ALLOW},
+    {"deny", required_argument, NULL, OPT_DENY},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"health-interval", required_argument, NULL, OPT_HEALTH_INTERVAL},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -345,6 +409,34 @@ static bool apply_view_option(int opt, const char *arg, struct profd_config *con
         }
 }
 
+/* --watch, --allow, --deny, --config, --health-interval.  The first
+ * --allow (--deny) replaces the environment's list. */
+static bool apply_watch_option(int opt, const char *arg, struct profd_config *config,
+                               bool *rules_given, char *error, size_t error_size)
+{
+        switch (opt) {
+        case 'w':
+                config->watch = true;
+                return true;
+        case OPT_ALLOW:
+        case OPT_DENY: {
+                bool deny = opt == OPT_DENY;
+                struct watch_rule_list *list = deny ? &config->rules.deny : &config->rules.allow;
+                if (!rules_given[deny])
+                        list->n = 0;
+                rules_given[deny] = true;
+                return watch_rule_list__add(list, arg, deny ? "--deny" : "--allow", error,
+                                            error_size);
+        }
+        case OPT_CONFIG:
+                config->config_path = arg;
+                return true;
+        default:
+                return parse_health_interval(arg, "--health-interval", &config->health_interval_s,
+                                             error, error_size);
+        }
+}
+
 /* Applies one parsed option.  Returns false with `error` set. */
 static bool apply_option(int opt, const char *arg, struct profd_config *config, char *error,
                          size_t error_size)
@@ -423,6 +515,11 @@ static bool apply_option(int opt, const char *arg, struct profd_config *config, 
 
 /* Which options each subcommand accepts (getopt values; 0 ends). */
 static const int record_options[] = {'p',
+                                     'w',
+                                     OPT_ALLOW,
+                                     OPT_DENY,
+                                     OPT_CONFIG,
+                                     OPT_HEALTH_INTERVAL,
                                      'o',
                                      'd',
                                      'i',
@@ -520,10 +617,10 @@ static enum cli_result parse_options(int argc, char **argv, const struct command
                                      bool bare, struct profd_config *config, char *error,
                                      size_t error_size)
 {
-        bool interval_given = false;
+        bool interval_given = false, rules_given[2] = {false, false};
         int opt;
 
-        while ((opt = getopt_long(argc, argv, "p:o:d:i:f:jt:vhV", long_options, NULL)) != -1) {
+        while ((opt = getopt_long(argc, argv, "p:o:d:i:f:jt:vhVw", long_options, NULL)) != -1) {
                 if (opt == 'h') {
                         print_help(spec, bare);
                         return CLI_EXIT_OK;
@@ -545,15 +642,25 @@ static enum cli_result parse_options(int argc, char **argv, const struct command
                         return CLI_USAGE_ERROR;
                 }
                 interval_given |= opt == 'i';
-                if (!apply_option(opt, optarg, config, error, error_size))
+                if (opt == 'w' || opt == OPT_ALLOW || opt == OPT_DENY || opt == OPT_CONFIG ||
+                    opt == OPT_HEALTH_INTERVAL) {
+                        if (!apply_watch_option(opt, optarg, config, rules_given, error,
+                                                error_size))
+                                return CLI_USAGE_ERROR;
+                } else if (!apply_option(opt, optarg, config, error, error_size)) {
                         return CLI_USAGE_ERROR;
+                }
         }
         if (optind < argc) {
                 snprintf(error, error_size, "unexpected argument '%.64s' (see --help)",
                          argv[optind]);
                 return CLI_USAGE_ERROR;
         }
-        if (config->n_pids == 0) {
+        if (config->watch && config->n_pids > 0) {
+                snprintf(error, error_size, "--watch and --pid cannot be combined");
+                return CLI_USAGE_ERROR;
+        }
+        if (config->n_pids == 0 && !config->watch) {
                 snprintf(error, error_size, "no target: give --pid PID (see --help)");
                 return CLI_USAGE_ERROR;
         }
@@ -561,8 +668,23 @@ static enum cli_result parse_options(int argc, char **argv, const struct command
                                                                          : CLI_USAGE_ERROR;
 }
 
-enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, char *error,
-                           size_t error_size)
+const char *cli__config_path(int argc, char **argv)
+{
+        const char *path = NULL;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        break;
+                if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+                        path = argv[++i];
+                else if (strncmp(argv[i], "--config=", 9) == 0)
+                        path = argv[i] + 9;
+        }
+        return path;
+}
+
+enum cli_result cli__parse(int argc, char **argv, const struct config_source *source,
+                           struct profd_config *config, char *error, size_t error_size)
 {
         const struct command_spec *spec;
         int first;
@@ -580,7 +702,7 @@ enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, c
         }
         config->command = spec->command;
         /* The environment first, so that a flag given alongside it wins. */
-        if (!apply_environment(config, error, error_size))
+        if (!apply_environment(source, config, error, error_size))
                 return CLI_USAGE_ERROR;
         opterr = 0;
         optind = first;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/watch_rules.h"
 #include "export/export_config.h"
 
 #define CONFIG_MAX_PIDS 1024
@@ -51,6 +52,18 @@ struct profd_config {
         int verbosity;               /* -v count */
         int native_mode;             /* enum native_mode (unwind/stack_merge.h): --native */
         struct export_config export; /* Splunk OTLP export (see export_config.h) */
+        /* --watch (daemon mode, daemon/watch.h) */
+        bool watch;
+        const char *config_path;  /* --config FILE, NULL: none */
+        double health_interval_s; /* health line period; 0 = never */
+        struct watch_rules rules;
+};
+
+/* What a SIGHUP may change: handed from main to the tracer thread. */
+struct watch_settings {
+        int64_t interval_ms;
+        double health_interval_s;
+        struct watch_rules rules;
 };
 
 enum cli_result {
@@ -61,5 +74,8 @@ enum cli_result {
 
 /* Parses argv (an optional subcommand, then its options) and the
  * SPLUNK_PROFILER_* environment into `config`. */
-enum cli_result cli__parse(int argc, char **argv, struct profd_config *config, char *error,
-                           size_t error_size);
+struct config_source;
+enum cli_result cli__parse(int argc, char **argv, const struct config_source *source,
+                           struct profd_config *config, char *error, size_t error_size);
+/* The value of --config in argv (before the full parse), or NULL. */
+const char *cli__config_path(int argc, char **argv);

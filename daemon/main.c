@@ -22,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,12 @@
 #include "daemon/cmd_dump.h"
 #include "daemon/cmd_top.h"
 #include "daemon/config.h"
+#include "daemon/config_file.h"
 #include "daemon/progress.h"
 #include "daemon/registry.h"
 #include "daemon/sampler.h"
 #include "daemon/tracer.h"
+#include "daemon/watch.h"
 #include "export/collapsed.h"
 #include "export/exporter.h"
 #include "export/flamegraph_svg.h"
@@ -46,6 +49,7 @@
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/sd_notify.h"
 
 /* On shutdown, queued records get this long to reach the collector. */
 #define EXPORT_SHUTDOWN_DEADLINE_MS 5000
@@ -98,6 +102,10 @@ static int registry__init(struct registry *registry, const struct profd_config *
         registry->include_internal_stacks =
             !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
         registry->sigchld_fd = -1;
+        registry->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        pthread_mutex_init(&registry->reload_lock, NULL);
+        if (config->watch && !(registry->watch = watch__new()))
+                return -ENOMEM;
         registry->stop_fd = eventfd(0, EFD_CLOEXEC);
         registry->done_fd = eventfd(0, EFD_CLOEXEC);
         registry->symbolizer = symbolizer__new();
@@ -106,8 +114,8 @@ static int registry__init(struct registry *registry, const struct profd_config *
                 registry->builder = profile_builder__new(&options);
         registry->recorder.builder = registry->builder;
         registry->recorder.period_ms = config->interval_ms;
-        if (registry->stop_fd < 0 || registry->done_fd < 0 || !registry->symbolizer ||
-            (config->command == COMMAND_RECORD && !registry->builder))
+        if (registry->stop_fd < 0 || registry->done_fd < 0 || registry->reload_fd < 0 ||
+            !registry->symbolizer || (config->command == COMMAND_RECORD && !registry->builder))
                 return -ENOMEM;
         return 0;
 }
@@ -120,6 +128,9 @@ static void registry__release(struct registry *registry)
         profile_builder__free(registry->builder);
         symbolizer__free(registry->symbolizer);
         exporter__free(registry->exporter);
+        watch__free(registry->watch);
+        if (registry->reload_fd >= 0)
+                close(registry->reload_fd);
         if (registry->sigchld_fd >= 0)
                 close(registry->sigchld_fd);
         if (registry->stop_fd >= 0)
@@ -128,36 +139,119 @@ static void registry__release(struct registry *registry)
                 close(registry->done_fd);
 }
 
+/* What main keeps for --watch: argv for re-parsing on SIGHUP, the
+ * config file as merged at start, and the watchdog bookkeeping. */
+struct daemon_state {
+        int argc;
+        char **argv;
+        const struct config_file *startup_file;
+        uint64_t watchdog_usec;
+        uint64_t last_heartbeat;
+};
+
+/* SIGHUP: re-read the config file and argv; queue what may change. */
+static void reload(struct registry *registry, const struct daemon_state *daemon)
+{
+        _cleanup_free_ struct profd_config *config = malloc(sizeof(*config));
+        struct config_file current = {0};
+        struct config_source source = {.startup = daemon->startup_file, .current = &current};
+        char error[512];
+        uint64_t one = 1;
+
+        if (!config)
+                return;
+        if (registry->config.config_path &&
+            config_file__read(registry->config.config_path, &current, error, sizeof(error)) < 0) {
+                log_warning("reload ignored: %s", error);
+                return;
+        }
+        if (cli__parse(daemon->argc, daemon->argv, &source, config, error, sizeof(error)) !=
+            CLI_RUN) {
+                log_warning("reload ignored: %s", error);
+                config_file__release(&current);
+                return;
+        }
+        config_file__release(&current);
+        pthread_mutex_lock(&registry->reload_lock);
+        registry->reload = (struct watch_settings){
+            .interval_ms = config->interval_ms,
+            .health_interval_s = config->health_interval_s,
+            .rules = config->rules,
+        };
+        registry->reload_pending = true;
+        pthread_mutex_unlock(&registry->reload_lock);
+        (void)!write(registry->reload_fd, &one, sizeof(one));
+}
+
+/* WATCHDOG=1 only while the tracer loop is alive. */
+static void feed_watchdog(struct registry *registry, struct daemon_state *daemon)
+{
+        uint64_t beat = atomic_load(&registry->heartbeat);
+
+        if (!daemon || !daemon->watchdog_usec || beat == daemon->last_heartbeat)
+                return;
+        daemon->last_heartbeat = beat;
+        (void)sd_notify__send("WATCHDOG=1");
+}
+
+static int poll_timeout(const struct progress *progress, const struct daemon_state *daemon)
+{
+        if (daemon && daemon->watchdog_usec)
+                return (int)(daemon->watchdog_usec / 4000 ?: 1);
+        return progress->out ? PROGRESS_REDRAW_MS : -1;
+}
+
+static void on_signal(struct registry *registry, struct daemon_state *daemon,
+                      const struct signalfd_siginfo *info)
+{
+        uint64_t one = 1;
+
+        if (info->ssi_signo == SIGHUP) {
+                if (daemon) {
+                        (void)sd_notify__send("RELOADING=1");
+                        reload(registry, daemon);
+                        (void)sd_notify__send("READY=1");
+                }
+                return;
+        }
+        log_info("signal %u: stopping", info->ssi_signo);
+        if (daemon)
+                (void)sd_notify__send("STOPPING=1");
+        (void)!write(registry->stop_fd, &one, sizeof(one));
+}
+
 /* Waits until the tracer finishes, forwarding SIGINT/SIGTERM as a stop
  * request.  A second signal is not needed: the tracer stops within one
- * poll period. */
-static void wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress)
+ * poll period.  In --watch mode (`daemon` set) it also tells systemd
+ * READY=1 once the tracer runs, feeds the watchdog, and reloads on SIGHUP. */
+static void wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress,
+                            struct daemon_state *daemon)
 {
         struct pollfd fds[2] = {
             {.fd = signal_fd, .events = POLLIN},
             {.fd = registry->done_fd, .events = POLLIN},
         };
-        uint64_t value, one = 1;
+        uint64_t value;
         struct signalfd_siginfo info;
-        int timeout = progress->out ? PROGRESS_REDRAW_MS : -1;
+        int timeout = poll_timeout(progress, daemon);
 
         for (;;) {
                 int ready = poll(fds, 2, timeout);
                 if (ready < 0 && errno != EINTR)
                         return;
-                if (ready == 0)
+                if (ready == 0 && progress->out)
                         progress__draw(progress, &registry->progress);
+                feed_watchdog(registry, daemon);
                 if (fds[1].revents & POLLIN) {
                         if (read(registry->done_fd, &value, sizeof(value)) == sizeof(value) &&
                             value >= 2)
                                 return;
+                        if (daemon && value == 1)
+                                (void)sd_notify__send("READY=1\nSTATUS=watching");
                 }
                 if ((fds[0].revents & POLLIN) &&
-                    read(signal_fd, &info, sizeof(info)) == sizeof(info) &&
-                    info.ssi_signo != SIGHUP) {
-                        log_info("signal %u: stopping", info.ssi_signo);
-                        (void)!write(registry->stop_fd, &one, sizeof(one));
-                }
+                    read(signal_fd, &info, sizeof(info)) == sizeof(info))
+                        on_signal(registry, daemon, &info);
         }
 }
 
@@ -276,18 +370,19 @@ static int start_exporter(struct registry *registry)
 
 /* record and dump: the tracer runs until the duration, the single dump
  * tick, the last target's exit or a signal; then the command finishes. */
-static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump)
+static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
+               struct daemon_state *daemon)
 {
         struct progress progress;
         pthread_t tracer;
         int status;
 
-        progress__init(&progress, dump ? NULL : stderr, registry->config.duration_s);
+        progress__init(&progress, dump || daemon ? NULL : stderr, registry->config.duration_s);
         if (pthread_create(&tracer, NULL, tracer__main, registry) != 0) {
                 log_error("cannot start the tracer thread");
                 return EXIT_RUNTIME;
         }
-        wait_for_tracer(registry, signal_fd, &progress);
+        wait_for_tracer(registry, signal_fd, &progress, daemon);
         pthread_join(tracer, NULL);
         progress__clear(&progress);
         if (registry->exporter)
@@ -304,7 +399,7 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump)
         return status;
 }
 
-static int run_command(struct registry *registry, int signal_fd)
+static int run_command(struct registry *registry, int signal_fd, struct daemon_state *daemon)
 {
         _cleanup_(cmd_dump__freep) struct cmd_dump *dump = NULL;
 
@@ -318,22 +413,53 @@ static int run_command(struct registry *registry, int signal_fd)
                         return EXIT_RUNTIME;
                 }
                 registry->sink = cmd_dump__sink(dump);
-                return run(registry, signal_fd, dump);
+                return run(registry, signal_fd, dump, NULL);
         case COMMAND_RECORD:
                 break;
         }
-        return run(registry, signal_fd, NULL);
+        return run(registry, signal_fd, NULL, registry->config.watch ? daemon : NULL);
+}
+
+/* --config FILE: read and merged into the environment before any thread
+ * exists (config_file.h).  false with `error` set. */
+static bool load_config_file(int argc, char **argv, struct config_file *file, char *error,
+                             size_t error_size)
+{
+        const char *path = cli__config_path(argc, argv);
+
+        if (!path)
+                return true;
+        if (config_file__read(path, file, error, error_size) < 0)
+                return false;
+        config_file__merge_into_environment(file);
+        return true;
+}
+
+static enum log_level log_level_for(const struct profd_config *config)
+{
+        if (config->verbosity >= 2)
+                return LOG_LEVEL_DEBUG;
+        if (config->verbosity == 1)
+                return LOG_LEVEL_INFO;
+        return config->watch ? LOG_LEVEL_NOTICE : LOG_LEVEL_WARNING;
 }
 
 int main(int argc, char **argv)
 {
+        static struct config_file startup_file;
         struct profd_config config;
         struct registry registry;
+        struct daemon_state daemon = {.argc = argc, .argv = argv, .startup_file = &startup_file};
+        struct config_source source = {0};
         char error[512];
         _cleanup_close_ int signal_fd = -1;
         int status;
 
-        switch (cli__parse(argc, argv, &config, error, sizeof(error))) {
+        if (!load_config_file(argc, argv, &startup_file, error, sizeof(error))) {
+                log_error("%s", error);
+                return EXIT_USAGE;
+        }
+        switch (cli__parse(argc, argv, &source, &config, error, sizeof(error))) {
         case CLI_EXIT_OK:
                 return 0;
         case CLI_USAGE_ERROR:
@@ -342,9 +468,11 @@ int main(int argc, char **argv)
         case CLI_RUN:
                 break;
         }
-        log_set_level(config.verbosity >= 2   ? LOG_LEVEL_DEBUG
-                      : config.verbosity == 1 ? LOG_LEVEL_INFO
-                                              : LOG_LEVEL_WARNING);
+        log_set_level(log_level_for(&config));
+        if (config.watch) {
+                log_set_rate_limit(100, 10); /* journald-friendly: no floods */
+                daemon.watchdog_usec = sd_notify__watchdog_usec();
+        }
         raise_fd_limit();
         /* A privileged daemon must not fetch debug info over the network
          * behind the user's back (libdw honours DEBUGINFOD_URLS). */
@@ -359,7 +487,8 @@ int main(int argc, char **argv)
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }
-        status = run_command(&registry, signal_fd);
+        status = run_command(&registry, signal_fd, &daemon);
         registry__release(&registry);
+        config_file__release(&startup_file);
         return status;
 }

@@ -5,6 +5,8 @@
  * only` until it exits; the main thread reads it only after joining. */
 #pragma once
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "attach/ptrace_events.h"
@@ -23,6 +25,7 @@ struct native_unwinder;
 struct py_process;
 struct otlp_target;
 struct exporter;
+struct watch;
 
 /* Per-target sampler state, hung on target->owner. */
 struct profiled_target {
@@ -48,9 +51,16 @@ struct registry {
         bool include_internal_stacks;
         struct progress_counters progress; /* tracer publishes after each tick, main reads */
         struct sample_sink sink;           /* dump/top: per-sample consumer (sample_sink.h) */
+        /* --watch: SIGHUP settings, queued by main under reload_lock */
+        int reload_fd; /* eventfd: main -> tracer, settings pending */
+        pthread_mutex_t reload_lock;
+        bool reload_pending;
+        struct watch_settings reload;
+        _Atomic uint64_t heartbeat; /* tracer loop iterations (watchdog) */
         /* tracer only */
         int sigchld_fd;
         struct target_set targets;
+        struct watch *watch; /* NULL unless --watch */
         struct symbolizer *symbolizer;
         struct profile_builder *builder; /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;

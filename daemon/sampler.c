@@ -28,6 +28,7 @@
 #include "export/otlp_target.h"
 #include "export/profile_builder.h"
 #include "attach/syscall_restart.h"
+#include "daemon/watch.h"
 #include "python/py_process.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
@@ -58,12 +59,22 @@ static void on_target_changed(void *arg, struct target *target)
                 log_info("PID %d exited", (int)target->pid);
         else if (target->execed)
                 log_info("PID %d executed a new program", (int)target->pid);
-        (void)registry;
+        if (registry->watch && !target->gone && target->execed)
+                watch__on_exec(registry, target);
+}
+
+static void on_fork(void *arg, struct target *parent, pid_t child)
+{
+        struct registry *registry = arg;
+
+        if (registry->watch)
+                watch__on_fork(registry, parent, child);
 }
 
 const struct ptrace_event_handlers sampler_event_handlers = {
     .on_interrupt_stop = on_interrupt_stop,
     .on_target_changed = on_target_changed,
+    .on_fork = on_fork,
 };
 
 void sampler__handle_events(struct registry *registry, uint64_t timeout_ns)
@@ -127,6 +138,8 @@ static size_t interrupt_running_threads(struct registry *registry)
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
+                if (target->releasing || !target->owner)
+                        continue; /* not sampled (daemon/watch.c) */
                 for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
                         struct tthread *thread = target->threads[i];
                         thread->captured = thread->blocked_candidate = false;
@@ -223,6 +236,8 @@ static void sample_blocked_threads(struct registry *registry)
 {
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
+                if (target->releasing || !target->owner)
+                        continue;
                 for (size_t i = 0; !target->gone && i < target->n_threads; i++)
                         if (target->threads[i]->blocked_candidate)
                                 sample_blocked(registry, target, target->threads[i]);
@@ -354,7 +369,7 @@ static size_t unwind_captures(struct registry *registry)
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
-                if (target->gone || !target->owner)
+                if (target->gone || !target->owner || target->releasing)
                         continue;
                 refresh_address_space(target);
                 for (size_t i = 0; i < target->n_threads; i++) {
@@ -410,7 +425,7 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
-                if (target->gone || !target->owner)
+                if (target->gone || !target->owner || target->releasing)
                         continue;
                 threads += target->n_threads;
                 for (size_t i = 0; i < target->n_threads; i++) {

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -32,6 +33,7 @@
 #include "attach/target_check.h"
 #include "daemon/progress.h"
 #include "daemon/sampler.h"
+#include "daemon/watch.h"
 #include "export/otlp_target.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -57,7 +59,6 @@ static int attach_one(struct registry *registry, pid_t pid)
             .max_depth = registry->config.max_depth,
         };
         struct target *target = NULL;
-        struct profiled_target *profiled;
         int r;
 
         if (target_check(pid, registry->attach_why, sizeof(registry->attach_why)) != TARGET_OK)
@@ -71,14 +72,21 @@ static int attach_one(struct registry *registry, pid_t pid)
                 return fail_attach(registry, -ENOMEM, 1);
         }
         log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
-        r = sampler__prepare_target(registry, target);
+        return tracer__prepare(registry, target);
+}
+
+int tracer__prepare(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled;
+        int r = sampler__prepare_target(registry, target);
+
         if (r < 0 || !registry->exporter)
                 return r;
         profiled = target->owner;
-        profiled->otlp =
-            otlp_target__new(pid, registry->config.interval_ms, proc_process__start_code(pid));
+        profiled->otlp = otlp_target__new(target->pid, registry->config.interval_ms,
+                                          proc_process__start_code(target->pid));
         if (!profiled->otlp)
-                log_warning("PID %d: out of memory: not exported", (int)pid);
+                log_warning("PID %d: out of memory: not exported", (int)target->pid);
         return 0;
 }
 
@@ -155,20 +163,45 @@ static bool duration_over(const struct registry *registry, uint64_t now)
         return limit > 0 && (double)(now - registry->start_ns) >= limit * 1e9;
 }
 
+/* --watch: discovery and upkeep between ticks; a reload may move the grid. */
+static void watch_step(struct registry *registry, const struct pollfd *fds, int timer_fd,
+                       uint64_t *grid_start, uint64_t *interval_ns, uint64_t *tick,
+                       unsigned int *seed)
+{
+        if (!registry->watch)
+                return;
+        atomic_fetch_add(&registry->heartbeat, 1);
+        if ((fds[4].revents & POLLIN) && watch__apply_reload(registry)) {
+                *interval_ns = (uint64_t)registry->config.interval_ms * 1000000u;
+                *grid_start = monotonic_ns();
+                *tick = 1;
+                arm_timer(timer_fd, *grid_start, *interval_ns, *tick, seed);
+        }
+        watch__maintain(registry, monotonic_ns(), fds[3].revents & POLLIN);
+}
+
+static bool keep_running(struct registry *registry)
+{
+        return registry->watch || target_set__live_count(&registry->targets) > 0;
+}
+
 static void run_loop(struct registry *registry, int timer_fd)
 {
         uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
+        uint64_t grid_start = registry->start_ns;
         unsigned int seed = (unsigned int)registry->start_ns;
-        struct pollfd fds[3] = {
+        struct pollfd fds[5] = {
             {.fd = timer_fd, .events = POLLIN},
             {.fd = registry->sigchld_fd, .events = POLLIN},
             {.fd = registry->stop_fd, .events = POLLIN},
+            {.fd = watch__fd(registry), .events = POLLIN},
+            {.fd = registry->watch ? registry->reload_fd : -1, .events = POLLIN},
         };
 
-        arm_timer(timer_fd, registry->start_ns, interval_ns, tick, &seed);
-        while (target_set__live_count(&registry->targets) > 0) {
+        arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+        while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
-                if (poll(fds, 3, 100) < 0 && errno != EINTR)
+                if (poll(fds, 5, 100) < 0 && errno != EINTR)
                         break;
                 if (fds[2].revents & POLLIN)
                         break;
@@ -176,6 +209,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                         sampler__handle_events(registry, 1);
                 if (duration_over(registry, monotonic_ns()))
                         break;
+                watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed);
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
                         sampler__tick(registry, realtime_ns());
                         export_after_tick(registry, false);
@@ -185,9 +219,9 @@ static void run_loop(struct registry *registry, int timer_fd)
                             registry->stats.ticks >= registry->config.max_ticks)
                                 break; /* dump: exactly one tick */
                         /* Catch up without bursts if a tick overran. */
-                        uint64_t due = (monotonic_ns() - registry->start_ns) / interval_ns + 1;
+                        uint64_t due = (monotonic_ns() - grid_start) / interval_ns + 1;
                         tick = due > tick ? due : tick + 1;
-                        arm_timer(timer_fd, registry->start_ns, interval_ns, tick, &seed);
+                        arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
                 }
         }
 }

@@ -98,6 +98,9 @@ static void metadata_init(struct otlp_grpc *client, const struct export_config *
         client->n_metadata = config->n_headers;
 }
 
+#define RECONNECT_BACKOFF_MIN_MS 250
+#define RECONNECT_BACKOFF_MAX_MS 2000
+
 struct otlp_grpc *otlp_grpc__new(const struct export_config *config, char *error, size_t error_size)
 {
         struct otlp_grpc *client = calloc(1, sizeof(*client));
@@ -106,8 +109,21 @@ struct otlp_grpc *otlp_grpc__new(const struct export_config *config, char *error
             {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
              .value.integer = MAX_RESPONSE_SIZE},
+            /* The exporter owns retry pacing (at most BACKOFF_MAX_MS between
+             * tries); without these the channel's own reconnect backoff
+             * grows to two minutes while a collector is down, and data
+             * waits long after the collector is back. */
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+             .value.integer = RECONNECT_BACKOFF_MIN_MS},
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+             .value.integer = RECONNECT_BACKOFF_MIN_MS},
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+             .value.integer = RECONNECT_BACKOFF_MAX_MS},
         };
-        grpc_channel_args channel_args = {.num_args = 2, .args = args};
+        grpc_channel_args channel_args = {.num_args = ARRAY_SIZE(args), .args = args};
         grpc_channel_credentials *creds;
 
         if (!client) {

@@ -5,6 +5,7 @@
  * releases it.  Ownership leaves the scope through take_ptr()/take_fd(). */
 #pragma once
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -26,6 +27,12 @@ static inline void fclosep(FILE **f)
 {
         if (*f)
                 fclose(*f);
+}
+
+static inline void closedirp(DIR **dir)
+{
+        if (*dir)
+                closedir(*dir);
 }
 
 #define _cleanup_free_   _cleanup_(freep)

@@ -1,25 +1,72 @@
-/* log.c — see log.h.  The level threshold is the one piece of process-wide
- * state outside the registry: it is set once from the CLI before any thread
- * starts and only read afterwards. */
+/* log.c — see log.h.  The level threshold and the rate limiter are the
+ * process-wide state outside the registry (stderr is process-wide too):
+ * both are set once from main before any thread starts; the limiter's
+ * counters are guarded by a mutex because every thread may log. */
 #include "util/log.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 static enum log_level log_threshold = LOG_LEVEL_WARNING;
+
+static struct {
+        pthread_mutex_t lock;
+        unsigned int burst, window_s;
+        time_t window_start;
+        unsigned int lines, suppressed;
+} limiter = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void log_set_level(enum log_level level)
 {
         log_threshold = level;
 }
 
+void log_set_rate_limit(unsigned int burst, unsigned int window_s)
+{
+        limiter.burst = burst;
+        limiter.window_s = window_s;
+}
+
+/* true: print this line.  *suppressed: lines dropped in the past window. */
+static bool limiter__admit(enum log_level level, unsigned int *suppressed)
+{
+        struct timespec now;
+        bool admit = true;
+
+        *suppressed = 0;
+        if (limiter.burst == 0 || level == LOG_LEVEL_ERROR)
+                return true;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        pthread_mutex_lock(&limiter.lock);
+        if (now.tv_sec - limiter.window_start >= (time_t)limiter.window_s) {
+                *suppressed = limiter.suppressed;
+                limiter.window_start = now.tv_sec;
+                limiter.lines = limiter.suppressed = 0;
+        }
+        if (limiter.lines >= limiter.burst) {
+                limiter.suppressed++;
+                admit = false;
+        } else {
+                limiter.lines++;
+        }
+        pthread_mutex_unlock(&limiter.lock);
+        return admit;
+}
+
 void log_message(enum log_level level, const char *fmt, ...)
 {
-        static const char *const names[] = {"error", "warning", "info", "debug"};
+        static const char *const names[] = {"error", "warning", "notice", "info", "debug"};
+        unsigned int suppressed;
         char line[1024];
         va_list ap;
 
-        if (level > log_threshold)
+        if (level > log_threshold || !limiter__admit(level, &suppressed))
                 return;
+        if (suppressed)
+                fprintf(stderr, "splunk-profd: warning: %u log lines suppressed (rate limit)\n",
+                        suppressed);
         va_start(ap, fmt);
         vsnprintf(line, sizeof(line), fmt, ap);
         va_end(ap);

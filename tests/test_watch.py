@@ -1,0 +1,269 @@
+"""Daemon mode (issue 6): `splunk-profd --watch`, fork following, release
+at exec, SIGHUP reload, SIGTERM, and the systemd unit.
+
+Real processes only.  Every daemon here runs with
+`--deny '!env:PROFD_WATCH_TEST=<token>'`, so it touches only the processes
+this test started (other labelled processes on the host are left alone).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import BUILD, PROFD, REPO, proc_status
+
+BUSY = "import time\nt=time.time()\nwhile time.time()-t<{secs}: pass\n"
+
+
+def tracer_of(pid):
+    status = proc_status(pid)
+    return None if status is None else int(status["TracerPid"])
+
+
+def traced_by(pid, daemon):
+    """pid is traced by a thread of the daemon (TracerPid is its tracer thread)."""
+    tracer = tracer_of(pid)
+    return bool(tracer) and Path(f"/proc/{daemon.pid}/task/{tracer}").exists()
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return time.monotonic()
+        time.sleep(0.02)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+
+
+def no_thread_traced_or_stopped(pid):
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        status = proc_status(f"{pid}/task/{task.name}")
+        if status and (int(status["TracerPid"]) != 0 or status["State"][0] in "tT"):
+            return False
+    return True
+
+
+class Watch:
+    def __init__(self, tmp_path, read_profile):
+        self.tmp_path, self.read_profile = tmp_path, read_profile
+        self.token = uuid.uuid4().hex
+        self.procs = []
+        self.daemon = None
+
+    def env(self, labelled=True, **extra):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPLUNK_PROFILER")}
+        env["PROFD_WATCH_TEST"] = self.token
+        if labelled:
+            env["SPLUNK_PROFILER_ENABLED"] = "true"
+        env.update(extra)
+        return env
+
+    def start_daemon(self, *args, env=None, interval=50):
+        self.output = self.tmp_path / "watch.pb.gz"
+        self.stderr = open(self.tmp_path / "daemon.err", "w+")
+        daemon_env = {k: v for k, v in os.environ.items() if not k.startswith("SPLUNK_PROFILER")}
+        daemon_env.update(env or {})
+        argv = [str(PROFD), "--watch", "--deny", f"!env:PROFD_WATCH_TEST={self.token}",
+                "--output", str(self.output), "-v", *map(str, args)]
+        if interval:
+            argv += ["--interval", str(interval)]
+        self.daemon = subprocess.Popen(argv, stderr=self.stderr, env=daemon_env)
+        time.sleep(0.3)
+        assert self.daemon.poll() is None, self.log()
+        return self.daemon
+
+    def spawn(self, code, labelled=True, **extra):
+        proc = subprocess.Popen([sys.executable, "-c", code], env=self.env(labelled, **extra))
+        self.procs.append(proc)
+        return proc
+
+    def log(self):
+        self.stderr.seek(0)
+        return self.stderr.read()
+
+    def stop(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        assert self.daemon.wait(timeout=30) == 0, self.log()
+        assert "runtime error" not in self.log() and "Sanitizer" not in self.log(), self.log()
+        return self.read_profile(self.output)
+
+    def cleanup(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+
+
+@pytest.fixture
+def watch(tmp_path, read_profile):
+    w = Watch(tmp_path, read_profile)
+    yield w
+    w.cleanup()
+
+
+def pids_in(profile):
+    return {int(v) for s in profile.samples for v in s.get("num_labels", {}).get("process.pid", [])}
+
+
+def periods_in(profile):
+    return [int(s["num_labels"]["source.event.period"][0]) for s in profile.samples
+            if "source.event.period" in s.get("num_labels", {})]
+
+
+def test_labelled_picked_up_within_a_second_unlabelled_ignored_exit_dropped(watch):
+    daemon = watch.start_daemon()
+    started = time.monotonic()
+    labelled = watch.spawn(BUSY.format(secs=3))
+    unlabelled = watch.spawn(BUSY.format(secs=3), labelled=False)
+    seen = wait_for(lambda: traced_by(labelled.pid, daemon), 5, "the labelled process traced")
+    assert seen - started < 1.0 + 0.3, f"discovered after {seen - started:.2f}s"
+    time.sleep(0.5)
+    assert tracer_of(unlabelled.pid) == 0
+    labelled.wait(timeout=10)
+    wait_for(lambda: f"PID {labelled.pid} exited" in watch.log(), 2, "the exit logged")
+    unlabelled.wait(timeout=10)
+    profile = watch.stop()
+    assert labelled.pid in pids_in(profile)
+    assert unlabelled.pid not in pids_in(profile)
+    assert "summary: targets=0 " in watch.log(), watch.log()  # exited target dropped
+
+
+FORKER = textwrap.dedent("""
+    import os, sys, time
+    def busy(secs):
+        t = time.time()
+        while time.time() - t < secs: pass
+    time.sleep(1.0)  # let the daemon find us first
+    kids = []
+    for i in range(2):
+        pid = os.fork()
+        if pid == 0:
+            busy(2.5); os._exit(0)
+        kids.append(pid)
+    print(" ".join(map(str, kids)), flush=True)
+    busy(2.5)
+    for k in kids: os.waitpid(k, 0)
+""")
+
+
+def test_forked_children_are_profiled_with_their_own_pid(watch):
+    daemon = watch.start_daemon()
+    parent = subprocess.Popen([sys.executable, "-c", FORKER], env=watch.env(), stdout=subprocess.PIPE, text=True)
+    watch.procs.append(parent)
+    kids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(kids) == 2
+    for kid in kids:
+        wait_for(lambda: traced_by(kid, daemon) or tracer_of(kid) is None, 2, f"child {kid} traced")
+    time.sleep(1.0)
+    parent.wait(timeout=20)
+    profile = watch.stop()
+    assert {parent.pid, *kids} <= pids_in(profile), (pids_in(profile), watch.log())
+
+
+EXECER = textwrap.dedent("""
+    import os, sys, time
+    time.sleep(1.0)
+    pid = os.fork()
+    if pid == 0:
+        env = {k: v for k, v in os.environ.items() if k != "SPLUNK_PROFILER_ENABLED"}
+        os.execve("/bin/sleep", ["sleep", "30"], env)
+    print(pid, flush=True)
+    time.sleep(30)
+""")
+
+
+def test_exec_into_unlabelled_program_releases_the_child(watch):
+    daemon = watch.start_daemon()
+    parent = subprocess.Popen([sys.executable, "-c", EXECER], env=watch.env(), stdout=subprocess.PIPE, text=True)
+    watch.procs.append(parent)
+    wait_for(lambda: traced_by(parent.pid, daemon), 5, "the parent traced")
+    child = int(parent.stdout.readline())
+    wait_for(lambda: (Path(f"/proc/{child}/comm").read_text().strip() == "sleep"), 5, "the exec")
+    wait_for(lambda: tracer_of(child) == 0, 2, "the child released")
+    time.sleep(0.5)
+    assert no_thread_traced_or_stopped(child)
+    assert traced_by(parent.pid, daemon)
+    os.kill(child, 0)  # still running
+    watch.stop()
+    assert no_thread_traced_or_stopped(parent.pid)
+    assert no_thread_traced_or_stopped(child)
+    os.kill(child, signal.SIGKILL)
+
+
+def test_sighup_changes_interval_keeps_targets_sigterm_releases(watch, tmp_path):
+    config = tmp_path / "profd.env"
+    config.write_text("SPLUNK_PROFILER_CALL_STACK_INTERVAL=100\n")
+    daemon = watch.start_daemon("--config", config, interval=None)
+    idle = watch.spawn("import threading, time\n"
+                       "threading.Thread(target=time.sleep, args=(60,)).start()\n"
+                       "time.sleep(60)\n")
+    busy = watch.spawn(BUSY.format(secs=60))
+    for p in (idle, busy):
+        wait_for(lambda: traced_by(p.pid, daemon), 5, "targets traced")
+    time.sleep(1.0)
+    config.write_text("# reloaded\nSPLUNK_PROFILER_CALL_STACK_INTERVAL=20\n")
+    daemon.send_signal(signal.SIGHUP)
+    wait_for(lambda: "reloaded: interval_ms=20" in watch.log(), 3, "the reload")
+    time.sleep(1.0)
+    for p in (idle, busy):
+        assert traced_by(p.pid, daemon), "target lost on reload"
+    profile = watch.stop()
+    periods = set(periods_in(profile))
+    assert {100, 20} <= periods, periods
+    for p in (idle, busy):
+        assert no_thread_traced_or_stopped(p.pid)
+        assert p.poll() is None
+
+
+UNIT = REPO / "systemd" / "splunk-profd.service.in"
+
+
+def built_unit(tmp_path):
+    text = (BUILD / "systemd" / "splunk-profd.service").read_text()
+    exec_start = next(l for l in text.splitlines() if l.startswith("ExecStart="))
+    argv = exec_start.split("=", 1)[1].split()
+    unit = tmp_path / "splunk-profd.service"
+    unit.write_text(text.replace(argv[0], str(PROFD.resolve())))
+    return unit, argv[1:]
+
+
+def test_unit_verifies(tmp_path):
+    unit, _ = built_unit(tmp_path)
+    done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_runs_like_the_unit_and_notifies_ready(watch, tmp_path):
+    unit, args = built_unit(tmp_path)
+    env_file = REPO / "systemd" / "splunk-profd.env"
+    args = [str(env_file) if a.endswith("splunk-profd.env") else a for a in args]
+    env = {}
+    for line in env_file.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            env[key] = value
+    sock_path = tmp_path / "notify.sock"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(sock_path))
+    sock.settimeout(10)
+    env.update(NOTIFY_SOCKET=str(sock_path), WATCHDOG_USEC="2000000")
+    assert args[0] == "--watch"
+    watch.start_daemon(*args[1:], env=env, interval=None)
+    messages = []
+    while not any("READY=1" in m for m in messages):
+        messages.append(sock.recv(4096).decode())
+    watchdog = sock.recv(4096).decode()
+    assert "WATCHDOG=1" in watchdog
+    watch.stop()
+    sock.close()
