@@ -117,6 +117,20 @@ static void copy_stack(struct capture *capture, uint64_t sp)
         capture->stack_len = n > 0 ? (size_t)n : 0;
 }
 
+int capture__grow_stack(struct capture *capture, size_t stack_capacity)
+{
+        uint8_t *grown;
+
+        if (stack_capacity <= capture->stack_capacity)
+                return 0;
+        grown = realloc(capture->stack, stack_capacity);
+        if (!grown)
+                return -ENOMEM;
+        capture->stack = grown;
+        capture->stack_capacity = stack_capacity;
+        return 0;
+}
+
 int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid)
 {
         capture->pid = pid;

@@ -69,6 +69,10 @@ struct capture {
 int capture__init(struct capture *capture, size_t stack_capacity);
 void capture__release(struct capture *capture);
 
+/* Grows the stack buffer (after the resume, never inside the stop window)
+ * for a thread whose stack did not fit.  0 or -ENOMEM (buffer unchanged). */
+int capture__grow_stack(struct capture *capture, size_t stack_capacity);
+
 /* For a thread in a ptrace-stop: registers and the stack above SP. */
 int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid);
 

@@ -35,21 +35,23 @@ bool syscall_restart__is_transparent(long nr)
         }
 }
 
-/* Whether the EINTR-returning call in `regs` waited without a timeout. */
-static bool waits_forever(const struct user_regs_struct *regs)
+/* Whether the call in `regs` is one that fails with EINTR after a stop and
+ * can be re-issued with the same arguments.  With a timeout, re-issuing
+ * restarts it: the thread was seen running just before the interrupt, so
+ * it had waited at most the few microseconds between our /proc read and
+ * the interrupt (a spurious wake-up inside the call is the one case where
+ * the wait could stretch, and never beyond one more full timeout).  That
+ * is far less visible to the program than an EINTR it never asked for. */
+static bool reissuable(const struct user_regs_struct *regs)
 {
         switch ((long)regs->orig_rax) {
         case SYS_epoll_wait:
         case SYS_epoll_pwait:
-                return (int)regs->r10 == -1;
         case SYS_epoll_pwait2:
         case SYS_semtimedop:
-                return regs->r10 == 0;
-        case SYS_io_getevents:
-                return regs->r8 == 0;
-        case SYS_rt_sigtimedwait:
-                return regs->rdx == 0;
         case SYS_semop:
+        case SYS_io_getevents:
+        case SYS_rt_sigtimedwait:
         case SYS_msgrcv:
         case SYS_msgsnd:
                 return true;
@@ -84,7 +86,7 @@ bool syscall_restart__repair_eintr(pid_t pid, pid_t tid, struct user_regs_struct
 {
         if ((long)regs->rax != -EINTR || (long)regs->orig_rax < 0)
                 return false;
-        if (!waits_forever(regs) || signal_pending(pid, tid))
+        if (!reissuable(regs) || signal_pending(pid, tid))
                 return false;
         regs->rax = regs->orig_rax;
         regs->rip -= 2;

@@ -17,7 +17,7 @@ bool syscall_restart__is_transparent(long nr);
 
 /* At an interrupt stop: if the thread's syscall just failed with EINTR only
  * because of our interrupt, rewind it so it is re-issued on resume.  Only
- * done when the call had no timeout (re-issuing it is then exact) and no
- * signal is pending (a real signal's EINTR must stay).  Returns true when
- * the registers were rewritten. */
+ * done when no signal is pending (a real signal's EINTR must stay).  A
+ * call with a timeout starts its timeout again (see syscall_restart.c for
+ * why that is bounded).  Returns true when the registers were rewritten. */
 bool syscall_restart__repair_eintr(pid_t pid, pid_t tid, struct user_regs_struct *regs);

@@ -38,6 +38,7 @@
 #define MAPS_REFRESH_NS      (1000ull * 1000 * 1000)
 #define NAME_REFRESH_TICKS   16
 #define LOCATION_CACHE_SLOTS 16384
+#define STACK_GROWTH_LIMIT   4
 
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
@@ -259,6 +260,23 @@ static void refresh_address_space(struct target *target)
         (void)address_space__refresh(profiled->space);
 }
 
+/* A stack that did not fit its copy gets a bigger buffer for the next
+ * sample (threads with large frames, e.g. select()'s fd arrays), up to
+ * STACK_GROWTH_LIMIT times --stack-bytes.  Done after the resume.  Returns
+ * whether it grew. */
+static bool grow_stack_copy(struct target *target, struct tthread *thread)
+{
+        struct capture *capture = &thread->capture;
+        size_t limit = target->options.stack_bytes * STACK_GROWTH_LIMIT;
+
+        if (thread->last_stack.end != UNWIND_OUT_OF_COPY ||
+            capture->stack_len < capture->stack_capacity || capture->stack_capacity >= limit)
+                return false;
+        return capture__grow_stack(capture, capture->stack_capacity * 2 < limit
+                                                ? capture->stack_capacity * 2
+                                                : limit) == 0;
+}
+
 static void unwind_capture(struct registry *registry, struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
@@ -285,8 +303,11 @@ static void unwind_capture(struct registry *registry, struct target *target, str
                                (enum native_mode)registry->config.native_mode, &merge_failed))
                 registry->stats.errors++;
         registry->stats.merge_failed += merge_failed;
+        bool grown = grow_stack_copy(target, thread);
         thread->last_stack_valid = true;
-        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED;
+        /* An idle thread reuses this stack, unless a bigger copy could
+         * complete it next time. */
+        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED && !grown;
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
                              stack->end == UNWIND_NEEDS_REGISTERS &&
                              syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
@@ -383,6 +404,15 @@ static size_t unwind_captures(struct registry *registry)
         return needs_stop;
 }
 
+/* After a re-stop the thread is blocked where it was (idle_point): let it
+ * reuse this stack while it stays there.  The stop itself scheduled it,
+ * so its run count is read again. */
+static void keep_idle_key(struct target *target, struct tthread *thread)
+{
+        thread->idle_key_valid = proc_thread__run_count(&thread->files, target->pid, thread->tid,
+                                                        &thread->idle_run_count);
+}
+
 /* Phase 4, fallback: stop the blocked threads that could not be unwound,
  * if they are still blocked in the same (transparently restarting) call. */
 static void restop_blocked_threads(struct registry *registry)
@@ -413,6 +443,7 @@ static void restop_blocked_threads(struct registry *registry)
                         if (thread->needs_stop && thread->captured) {
                                 unwind_capture(registry, target, thread);
                                 registry->stats.samples_restopped++;
+                                keep_idle_key(target, thread);
                         }
                 }
         }

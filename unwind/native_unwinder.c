@@ -176,10 +176,14 @@ static size_t walk(struct native_unwinder *unwinder)
         unwinder->read_outside_copy = false;
         r = dwfl_getthread_frames(address_space__dwfl(unwinder->space), unwinder->current->tid,
                                   on_frame, unwinder);
-        if (r != 0 && out->end == UNWIND_COMPLETE) {
+        /* libdwfl may end quietly (r == 0) when a read fails, so a read
+         * beyond the copy marks the stack cut short either way. */
+        if (unwinder->read_outside_copy && out->end == UNWIND_COMPLETE) {
                 out->truncated = true;
-                out->end =
-                    unwinder->read_outside_copy ? UNWIND_OUT_OF_COPY : UNWIND_NEEDS_REGISTERS;
+                out->end = UNWIND_OUT_OF_COPY;
+        } else if (r != 0 && out->end == UNWIND_COMPLETE) {
+                out->truncated = true;
+                out->end = UNWIND_NEEDS_REGISTERS;
         }
         return out->n_pcs;
 }
