@@ -25,3 +25,4 @@ echo "== integration tests, normal build"
 SPLUNK_PROFD_BUILD=build python3 -m pytest -q tests
 echo "== integration tests, ASan+UBSan build"
 SPLUNK_PROFD_BUILD=build-asan SPLUNK_PROFD=build-asan/splunk-profd python3 -m pytest -q tests
+python3 bench/run.py --quick --build build  # benchmark harness smoke run: every cell a number, no timing assertions
