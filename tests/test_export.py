@@ -212,7 +212,9 @@ def test_collector_down_at_start_then_up(profd, targets, start_target, decode_bo
     target = start_target(targets.chain)
     receiver = Receiver(port=free_port())
     started_ms = time.time() * 1000
-    daemon = profd.start("--pid", target.pid, "--duration", 14, "--interval", 100, "--endpoint", receiver.endpoint,
+    # 10 s down, then 10 s up: time for the backed-off retries to get
+    # through even on a loaded machine.
+    daemon = profd.start("--pid", target.pid, "--duration", 20, "--interval", 100, "--endpoint", receiver.endpoint,
                          "--export-memory-mb", 16)
     try:
         time.sleep(10)
