@@ -23,6 +23,7 @@
 #include "export/json_text.h"
 #include "profile/sample_recorder.h"
 #include "unwind/stack_merge.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -93,29 +94,12 @@ void cmd_dump__free(struct cmd_dump *dump)
         free(dump);
 }
 
-/* Grows *items (of `size` bytes each) to hold one more; false on ENOMEM. */
-static bool grow(void **items, size_t *capacity, size_t used, size_t size)
-{
-        size_t n = *capacity ? *capacity * 2 : 16;
-        void *bigger;
-
-        if (used < *capacity)
-                return true;
-        bigger = realloc(*items, n * size);
-        if (!bigger)
-                return false;
-        *items = bigger;
-        *capacity = n;
-        return true;
-}
-
 static struct dump_thread *cmd_dump__thread(struct cmd_dump *dump, pid_t pid, pid_t tid)
 {
         for (size_t i = 0; i < dump->n_threads; i++)
                 if (dump->threads[i].pid == pid && dump->threads[i].tid == tid)
                         return &dump->threads[i];
-        if (!grow((void **)&dump->threads, &dump->threads_capacity, dump->n_threads,
-                  sizeof(*dump->threads)))
+        if (ARRAY_RESERVE(dump->threads, dump->threads_capacity, dump->n_threads + 1) < 0)
                 return NULL;
         struct dump_thread *thread = &dump->threads[dump->n_threads++];
         *thread = (struct dump_thread){.pid = pid, .tid = tid, .syscall_nr = -1};
@@ -128,8 +112,7 @@ static void cmd_dump__note_process(struct cmd_dump *dump, const struct target *t
         for (size_t i = 0; i < dump->n_processes; i++)
                 if (dump->processes[i].pid == target->pid)
                         return;
-        if (!grow((void **)&dump->processes, &dump->processes_capacity, dump->n_processes,
-                  sizeof(*dump->processes))) {
+        if (ARRAY_RESERVE(dump->processes, dump->processes_capacity, dump->n_processes + 1) < 0) {
                 dump->out_of_memory = true;
                 return;
         }
@@ -164,8 +147,7 @@ static bool dump_thread__add_frame(void *arg, const struct stack_frame *frame)
                 thread->truncated = true;
                 return false;
         }
-        if (!grow((void **)&thread->frames, &thread->capacity, thread->n_frames,
-                  sizeof(*thread->frames)))
+        if (ARRAY_RESERVE(thread->frames, thread->capacity, thread->n_frames + 1) < 0)
                 return false;
         struct dump_frame *copy = &thread->frames[thread->n_frames++];
         *copy = (struct dump_frame){

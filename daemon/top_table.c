@@ -18,6 +18,7 @@
 #include "daemon/stack_frames.h"
 #include "profile/sample_recorder.h"
 #include "symbolize/hashtab.h"
+#include "util/array.h"
 
 struct entry_key {
         const struct top_table *table;
@@ -69,21 +70,6 @@ void top_table__unlock(struct top_table *table)
         pthread_mutex_unlock(&table->lock);
 }
 
-static bool grow(void **items, size_t *capacity, size_t used, size_t size)
-{
-        size_t n = *capacity ? *capacity * 2 : 64;
-        void *bigger;
-
-        if (used < *capacity)
-                return true;
-        bigger = realloc(*items, n * size);
-        if (!bigger)
-                return false;
-        *items = bigger;
-        *capacity = n;
-        return true;
-}
-
 static uint64_t entry_hash(const char *function, const char *file, pid_t tid, bool blocked)
 {
         uint64_t h = hash__bytes((uint64_t)tid * 2 + blocked, function, strlen(function));
@@ -109,8 +95,7 @@ static struct top_entry *find_entry(struct top_table *table, const struct entry_
 
         if (index != INDEX_MAP_NONE)
                 return &table->entries[index];
-        if (!grow((void **)&table->entries, &table->entries_capacity, table->n_entries,
-                  sizeof(*table->entries)))
+        if (ARRAY_RESERVE(table->entries, table->entries_capacity, table->n_entries + 1) < 0)
                 return NULL;
         e = &table->entries[table->n_entries];
         *e = (struct top_entry){.function = strdup(key->function),
@@ -139,8 +124,7 @@ static struct top_thread *find_thread(struct top_table *table, const struct samp
                                  record->thread_name);
                         return &table->threads[i];
                 }
-        if (!grow((void **)&table->threads, &table->threads_capacity, table->n_threads,
-                  sizeof(*table->threads)))
+        if (ARRAY_RESERVE(table->threads, table->threads_capacity, table->n_threads + 1) < 0)
                 return NULL;
         t = &table->threads[table->n_threads++];
         *t = (struct top_thread){.pid = record->pid, .tid = record->tid};
@@ -226,7 +210,7 @@ static bool add_to_row(struct top_row **rows, size_t *n, size_t *capacity, struc
         uint32_t index = *n ? index_map__find(map, hash, row_equal, &key) : INDEX_MAP_NONE;
 
         if (index == INDEX_MAP_NONE) {
-                if (!grow((void **)rows, capacity, *n, sizeof(**rows)) ||
+                if (ARRAY_RESERVE(*rows, *capacity, *n + 1) < 0 ||
                     index_map__insert(map, hash, (uint32_t)*n) < 0)
                         return false;
                 index = (uint32_t)(*n)++;

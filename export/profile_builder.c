@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/array.h"
+#include "util/array.h"
 #include "export/hash.h"
 #include "export/profile_builder.h"
 #include "export/profile_builder_internal.h"

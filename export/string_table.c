@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/array.h"
+#include "util/array.h"
 #include "export/hash.h"
 #include "export/string_table.h"
 #include "util/cleanup.h"

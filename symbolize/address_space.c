@@ -27,6 +27,7 @@
 #include "symbolize/symbolizer_internal.h"
 #include "symbolize/target_file.h"
 #include "symbolize/vdso.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -37,22 +38,6 @@ struct layout {
         struct mapped_file **mappings;
         size_t n_mappings, cap_mappings;
 };
-
-static int array__reserve(void **array, size_t *cap, size_t n, size_t size)
-{
-        size_t new_cap;
-        void *p;
-
-        if (n < *cap)
-                return 0;
-        new_cap = *cap ? *cap * 2 : 32;
-        p = reallocarray(*array, new_cap, size);
-        if (!p)
-                return -ENOMEM;
-        *array = p;
-        *cap = new_cap;
-        return 0;
-}
 
 /* libdwfl calls this only for a module whose ELF it does not have yet; ours
  * all come with their ELF, but should it ask, look inside the target's root
@@ -101,8 +86,7 @@ static int layout__add_mapping(struct address_space *space, struct layout *l,
         };
         struct mapped_file *mf;
 
-        if (array__reserve((void **)&l->mappings, &l->cap_mappings, l->n_mappings,
-                           sizeof(*l->mappings)) < 0)
+        if (ARRAY_RESERVE(l->mappings, l->cap_mappings, l->n_mappings + 1) < 0)
                 return -ENOMEM;
         mf = mapping_pool__intern(&space->symbolizer->mappings, &tmpl);
         if (!mf)
@@ -118,8 +102,7 @@ static int layout__add_group(struct address_space *space, struct layout *l,
         const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
         struct module *m;
 
-        if (!name || array__reserve((void **)&l->modules, &l->cap_modules, l->n_modules,
-                                    sizeof(*l->modules)) < 0)
+        if (!name || ARRAY_RESERVE(l->modules, l->cap_modules, l->n_modules + 1) < 0)
                 return -ENOMEM;
         m = &l->modules[l->n_modules++];
         module__init(m, name, maps, n);

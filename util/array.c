@@ -1,4 +1,4 @@
-/* array.c — geometric growth for the export/ tables.
+/* array.c — geometric growth for plain arrays (see array.h).
  *
  * A profile accumulates up to millions of location ids, values and labels
  * in flat arrays.  Doubling the capacity keeps appends amortized O(1);
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "export/array.h"
+#include "util/array.h"
 
 int array__reserve(void **items, size_t *capacity, size_t needed, size_t elem_size)
 {
