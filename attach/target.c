@@ -149,13 +149,23 @@ static int seize_thread(pid_t tid, const struct target_options *options)
 {
         long seize_options = SEIZE_OPTIONS | (options->follow_forks ? FOLLOW_OPTIONS : 0);
 
+        int error;
+        pid_t tracer;
+
         if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)seize_options) == 0)
                 return 1;
-        if (errno == ESRCH)
+        error = errno;
+        if (error == ESRCH)
                 return 0;
-        if (errno == EPERM && target_check__tracer_of(tid) == gettid())
+        if (error != EPERM)
+                return -error;
+        /* EPERM: already ours (auto-attached by a clone), already gone (an
+         * exiting thread refuses the seize, then vanishes), or really
+         * forbidden. */
+        tracer = target_check__tracer_of(tid);
+        if (tracer == gettid() || tracer < 0)
                 return 0;
-        return -errno;
+        return -EPERM;
 }
 
 /* One pass over /proc/PID/task.  Returns how many threads were new. */
