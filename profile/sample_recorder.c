@@ -134,46 +134,38 @@ static uint64_t python_location_id(struct sample_recorder *recorder,
         return profile_builder__location(recorder->builder, 0, 0, &line, 1);
 }
 
-static int record_merged(struct sample_recorder *recorder, struct address_space *space,
-                         struct location_cache *cache, const struct sample_record *record)
+/* The Location of frame i: the merged Python + native stack when the
+ * sample has one, else the native stack. */
+static uint64_t frame_location_id(struct sample_recorder *recorder, struct address_space *space,
+                                  struct location_cache *cache, const struct sample_record *record,
+                                  size_t i)
 {
         const struct merged_stack *merged = record->merged;
-        size_t n = merged->n < RECORD_MAX_FRAMES ? merged->n : RECORD_MAX_FRAMES;
-        _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-        int64_t one = 1;
-        struct pb_label labels[10];
-        size_t n_labels =
-            sample_labels(recorder, record, merged->truncated || n < merged->n, labels);
 
-        if (!ids)
-                return -ENOMEM;
-        if (cache && space)
-                location_cache__validate(cache, address_space__generation(space));
-        for (size_t i = 0; i < n; i++)
-                ids[i] = merged->frames[i].function
-                             ? python_location_id(recorder, &merged->frames[i])
-                             : cached_location_id(recorder, space, cache, merged->frames[i].pc);
-        return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
+        if (!merged || merged->n == 0)
+                return cached_location_id(recorder, space, cache, record->stack->pcs[i]);
+        if (merged->frames[i].function)
+                return python_location_id(recorder, &merged->frames[i]);
+        return cached_location_id(recorder, space, cache, merged->frames[i].pc);
 }
 
 int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
                             struct location_cache *cache, const struct sample_record *record)
 {
-        if (record->merged && record->merged->n > 0)
-                return record_merged(recorder, space, cache, record);
-        const struct thread_stack *stack = record->stack;
-        size_t n = stack->n_pcs < RECORD_MAX_FRAMES ? stack->n_pcs : RECORD_MAX_FRAMES;
+        bool is_merged = record->merged && record->merged->n > 0;
+        size_t total = is_merged ? record->merged->n : record->stack->n_pcs;
+        bool truncated = is_merged ? record->merged->truncated : record->stack->truncated;
+        size_t n = total < RECORD_MAX_FRAMES ? total : RECORD_MAX_FRAMES;
         _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
         int64_t one = 1;
         struct pb_label labels[10];
-        size_t n_labels =
-            sample_labels(recorder, record, stack->truncated || n < stack->n_pcs, labels);
+        size_t n_labels = sample_labels(recorder, record, truncated || n < total, labels);
 
         if (!ids)
                 return -ENOMEM;
         if (cache && space)
                 location_cache__validate(cache, address_space__generation(space));
         for (size_t i = 0; i < n; i++)
-                ids[i] = cached_location_id(recorder, space, cache, stack->pcs[i]);
+                ids[i] = frame_location_id(recorder, space, cache, record, i);
         return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
 }
