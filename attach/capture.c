@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "attach/remote_memory.h"
+#include "util/clock.h"
 
 int capture__init(struct capture *capture, size_t stack_capacity)
 {
@@ -99,14 +100,6 @@ const uint8_t *capture__interp_at(const struct capture *capture, uint64_t addres
                         return interp->buffer + region->offset + (address - region->address);
         }
         return NULL;
-}
-
-static uint64_t realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void copy_stack(struct capture *capture, uint64_t sp)

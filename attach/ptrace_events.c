@@ -18,14 +18,6 @@
 
 #include "attach/syscall_restart.h"
 
-uint64_t monotonic_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int ptrace_events__interrupt(struct tthread *thread)
 {
         thread->interrupt_ns = monotonic_ns();

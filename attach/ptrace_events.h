@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "attach/target_set.h"
+#include "util/clock.h"
 
 struct ptrace_event_handlers {
         /* `thread` stopped because we interrupted it; it is resumed as soon
@@ -53,5 +54,3 @@ void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
  * -ECHILD when no tracee is left. */
 int ptrace_events__drain(struct target_set *set, const struct ptrace_event_handlers *handlers,
                          void *arg, struct ptrace_event_counts *counts);
-
-uint64_t monotonic_ns(void);

@@ -37,6 +37,7 @@
 #include "export/otlp_target.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define EXIT_TARGET_ERROR 3
 
@@ -146,14 +147,6 @@ static void arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uin
         };
 
         timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, NULL);
-}
-
-static uint64_t realtime_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static bool duration_over(const struct registry *registry, uint64_t now)

@@ -29,6 +29,7 @@
 #include "export/otlp_grpc.h"
 #include "export/otlp_logs.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define MAX_REQUEST_BYTES  (3u * 1024 * 1024 + 512 * 1024)
 #define IN_FLIGHT_RESERVE  (2u * MAX_REQUEST_BYTES)
@@ -51,14 +52,6 @@ struct exporter {
         struct exporter_stats stats; /* exporter thread; read after join */
 };
 
-static uint64_t now_ns(clockid_t clock)
-{
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct exporter *exporter__new(const struct export_config *config, char *error, size_t error_size)
 {
         struct exporter *exporter = calloc(1, sizeof(*exporter));
@@ -69,7 +62,7 @@ struct exporter *exporter__new(const struct export_config *config, char *error, 
                 return NULL;
         }
         exporter->config = *config;
-        exporter->seed = (unsigned int)now_ns(CLOCK_MONOTONIC);
+        exporter->seed = (unsigned int)clock__ns(CLOCK_MONOTONIC);
         exporter->backoff_ms = BACKOFF_INITIAL_MS;
         if (export_queue__init(&exporter->queue, budget - IN_FLIGHT_RESERVE) < 0) {
                 snprintf(error, error_size, "cannot create the export queue");
@@ -92,7 +85,7 @@ void exporter__submit(struct exporter *exporter, struct export_entry *entry)
 
 static void log_drops(struct exporter *exporter, bool final)
 {
-        uint64_t dropped, samples, now = now_ns(CLOCK_MONOTONIC);
+        uint64_t dropped, samples, now = clock__ns(CLOCK_MONOTONIC);
         size_t bytes, peak;
 
         export_queue__counters(&exporter->queue, &dropped, &samples, &bytes, &peak);
@@ -110,7 +103,7 @@ static void log_drops(struct exporter *exporter, bool final)
 
 static void log_failure(struct exporter *exporter, const struct otlp_result *result, bool retry)
 {
-        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t now = clock__ns(CLOCK_MONOTONIC);
 
         exporter->errors_since_log++;
         if (exporter->last_error_log_ns && now - exporter->last_error_log_ns < LOG_EVERY_NS)
@@ -138,7 +131,7 @@ static bool stopping_past_deadline(struct exporter *exporter)
 {
         uint64_t deadline = __atomic_load_n(&exporter->stop_deadline, __ATOMIC_ACQUIRE);
 
-        return deadline && now_ns(CLOCK_MONOTONIC) >= deadline;
+        return deadline && clock__ns(CLOCK_MONOTONIC) >= deadline;
 }
 
 /* Full jitter on an exponential base: [base/2, base). */
@@ -146,7 +139,7 @@ static void back_off(struct exporter *exporter)
 {
         int64_t base = exporter->backoff_ms;
         uint64_t sleep_ms = (uint64_t)(base / 2 + rand_r(&exporter->seed) % (base / 2 + 1));
-        uint64_t until = now_ns(CLOCK_MONOTONIC) + sleep_ms * 1000000u;
+        uint64_t until = clock__ns(CLOCK_MONOTONIC) + sleep_ms * 1000000u;
         uint64_t deadline = __atomic_load_n(&exporter->stop_deadline, __ATOMIC_ACQUIRE);
         struct timespec ts;
 
@@ -225,7 +218,7 @@ static void *exporter__main(void *arg)
 
         for (;;) {
                 struct export_entry *list = export_queue__take(
-                    &exporter->queue, MAX_REQUEST_BYTES, now_ns(CLOCK_MONOTONIC) + IDLE_WAKE_NS);
+                    &exporter->queue, MAX_REQUEST_BYTES, clock__ns(CLOCK_MONOTONIC) + IDLE_WAKE_NS);
                 log_drops(exporter, false);
                 if (!list) {
                         if (__atomic_load_n(&exporter->stop_deadline, __ATOMIC_ACQUIRE))
@@ -239,7 +232,7 @@ static void *exporter__main(void *arg)
                 send_batch(exporter, list);
         }
         log_drops(exporter, true);
-        exporter->stats.cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        exporter->stats.cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID);
         return NULL;
 }
 
@@ -255,7 +248,7 @@ int exporter__start(struct exporter *exporter)
 
 void exporter__stop(struct exporter *exporter, int64_t deadline_ms)
 {
-        uint64_t deadline = now_ns(CLOCK_MONOTONIC) + (uint64_t)deadline_ms * 1000000u;
+        uint64_t deadline = clock__ns(CLOCK_MONOTONIC) + (uint64_t)deadline_ms * 1000000u;
         uint64_t samples = 0;
 
         if (!exporter->started)

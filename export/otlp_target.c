@@ -21,6 +21,7 @@
 #include "symbolize/symbolizer.h"
 #include "unwind/stack_merge.h"
 #include "util/log.h"
+#include "util/clock.h"
 
 #define CACHE_SLOTS        4096
 #define MAX_RECORD_SAMPLES 20000
@@ -28,14 +29,6 @@
 /* Base64 body cap: well under HEC's 2 MiB default request size. */
 #define MAX_BODY_BYTES   (1536u * 1024)
 #define RECORD_MAX_DEPTH 4096
-
-static uint64_t clock_ns(clockid_t clock)
-{
-        struct timespec ts;
-
-        clock_gettime(clock, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct otlp_target *otlp_target__new(pid_t pid, int64_t period_ms, uint64_t main_code)
 {
@@ -113,14 +106,14 @@ int otlp_target__record(struct otlp_target *target, struct address_space *space,
 static void flush(struct otlp_target *target, struct exporter *exporter)
 {
         struct export_entry *entry = NULL;
-        uint64_t begin = clock_ns(CLOCK_MONOTONIC);
+        uint64_t begin = clock__ns(CLOCK_MONOTONIC);
         int r;
 
         r = export_entry__new(target->builder, target->resource, target->first_time_ns,
-                              clock_ns(CLOCK_REALTIME), target->frames, &entry);
+                              clock__ns(CLOCK_REALTIME), target->frames, &entry);
         profile_builder__free(target->builder);
         target->builder = NULL;
-        target->encode_ns += clock_ns(CLOCK_MONOTONIC) - begin;
+        target->encode_ns += clock__ns(CLOCK_MONOTONIC) - begin;
         if (r < 0) {
                 log_warning("PID %d: cannot encode a profiling record: %s", (int)target->pid,
                             strerror(-r));
