@@ -4,7 +4,9 @@
  * source.event.time in ms, source.event.period in ms, string
  * thread.stack.truncated = "true" when the stack is incomplete, numeric
  * thread.id and string trace_id/span_id when the caller knows them), plus
- * thread.state and process.pid, which pprof tools can filter on. */
+ * thread.state, process.pid and, for Python threads, thread.gil, which
+ * pprof tools can filter on.  thread.name is the Python thread name when
+ * the caller knows it, else the OS name. */
 #include "profile/sample_recorder.h"
 
 #include <errno.h>
@@ -95,7 +97,9 @@ void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
                 (void)mapping_id(recorder, address_space__mapping_at(space, address));
 }
 
-/* Fills `labels` (room for 10); returns how many. */
+#define MAX_LABELS 12
+
+/* Fills `labels` (room for MAX_LABELS); returns how many. */
 static size_t sample_labels(const struct sample_recorder *recorder,
                             const struct sample_record *record, bool truncated,
                             struct pb_label *labels)
@@ -108,9 +112,13 @@ static size_t sample_labels(const struct sample_recorder *recorder,
         if (record->thread_id)
                 labels[n++] = (struct pb_label){.key = "thread.id", .num = record->thread_id};
         labels[n++] = (struct pb_label){.key = "thread.os.id", .num = record->tid};
-        labels[n++] = (struct pb_label){.key = "thread.name", .str = record->thread_name};
+        labels[n++] = (struct pb_label){
+            .key = "thread.name",
+            .str = record->python_thread_name ? record->python_thread_name : record->thread_name};
         labels[n++] = (struct pb_label){.key = "thread.state", .str = record->thread_state};
         labels[n++] = (struct pb_label){.key = "process.pid", .num = record->pid};
+        if (record->gil)
+                labels[n++] = (struct pb_label){.key = "thread.gil", .str = record->gil};
         if (record->trace_id && record->span_id) {
                 labels[n++] = (struct pb_label){.key = "trace_id", .str = record->trace_id};
                 labels[n++] = (struct pb_label){.key = "span_id", .str = record->span_id};
@@ -158,7 +166,7 @@ int sample_recorder__record(struct sample_recorder *recorder, struct address_spa
         size_t n = total < RECORD_MAX_FRAMES ? total : RECORD_MAX_FRAMES;
         _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
         int64_t one = 1;
-        struct pb_label labels[10];
+        struct pb_label labels[MAX_LABELS];
         size_t n_labels = sample_labels(recorder, record, truncated || n < total, labels);
 
         if (!ids)

@@ -25,6 +25,11 @@ struct sample_record {
         int64_t thread_id;    /* thread.id label (runtime thread id); 0 = none */
         const char *trace_id; /* 32 lowercase hex digits, or NULL */
         const char *span_id;  /* 16 lowercase hex digits, or NULL */
+        const char *gil;      /* thread.gil: "true"/"false" (Python threads), or NULL */
+        /* Python threads: threading.Thread.name, which the thread.name
+         * label then carries instead of thread_name (the OS name, which
+         * dump and top keep showing); NULL when unknown. */
+        const char *python_thread_name;
         /* Python targets: the merged native + Python stack; when non-NULL
          * with n > 0 it is recorded instead of `stack`. */
         const struct merged_stack *merged;

@@ -14,6 +14,12 @@
  * by word index and chosen by the version word of the table itself.  All
  * values are sanity-checked, because the table comes from the target.
  *
+ * The GIL holder and what the thread-name reader needs (sys.modules,
+ * ht_cached_keys, dict and int layouts) were measured the same way, with
+ * offsetof() on the Debian 3.9.2, 3.11.2, 3.13.5 and 3.14.8 headers; the
+ * 3.10 and 3.12 values come from bindgen layouts of the 3.10.0 and 3.12.0
+ * headers (py-spy's), cross-checked there against the values above.
+ *
  * Fields the debug offsets do not carry are fixed per version:
  * _co_firsttraceable (3.13.0 headers: 184) and the compact-unicode header
  * size (PyASCIIObject plus utf8_length and utf8). */
@@ -59,6 +65,12 @@ static void table_39_310(unsigned int minor, struct py_offsets *o)
         o->code_linetable = 120;
         o->code_firstlineno = 40;
         common_objects(o, 48, 72);
+        o->gil_model = PY_GIL_RUNTIME;
+        o->gil_holder = 568; /* gilstate.tstate_current */
+        o->interp_modules = 856;
+        o->heaptype_cached_keys = minor == 9 ? 864 : 872;
+        o->dict_model = PY_DICT_SIZED;
+        o->managed_dict = PY_MANAGED_NONE;
 }
 
 static void table_311(struct py_offsets *o)
@@ -92,6 +104,12 @@ static void table_311(struct py_offsets *o)
         o->code_adaptive = 184;
         o->code_firsttraceable = 168;
         common_objects(o, 48, 72);
+        o->gil_model = PY_GIL_RUNTIME;
+        o->gil_holder = 576; /* gilstate.tstate_current */
+        o->interp_modules = 888;
+        o->heaptype_cached_keys = 872;
+        o->dict_model = PY_DICT_LOG2;
+        o->managed_dict = PY_MANAGED_311;
 }
 
 static void table_312(struct py_offsets *o)
@@ -125,6 +143,15 @@ static void table_312(struct py_offsets *o)
         o->code_adaptive = 192;
         o->code_firsttraceable = 176;
         common_objects(o, 40, 56);
+        o->gil_model = PY_GIL_INTERP_POINTER;
+        o->interp_ceval_gil = 384;
+        o->gil_holder = 8;       /* _gil_runtime_state.last_holder */
+        o->gil_locked = 16;      /* _gil_runtime_state.locked */
+        o->interp_modules = 944; /* imports.modules */
+        o->heaptype_cached_keys = 880;
+        o->dict_model = PY_DICT_LOG2;
+        o->managed_dict = PY_MANAGED_312;
+        o->long_tagged = true;
 }
 
 bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out)
@@ -153,7 +180,8 @@ bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out)
  * the version, word 2 free_threaded).  Only the words we use. */
 struct debug_layout {
         unsigned int interpreters_head;
-        unsigned int interp_next, interp_threads_head;
+        unsigned int interp_next, interp_threads_head, interp_modules;
+        unsigned int gil_enabled, gil_locked, gil_holder;
         unsigned int tstate; /* first word of the thread_state table (its size) */
         unsigned int frame;  /* first word of interpreter_frame */
         unsigned int code;   /* first word of code_object */
@@ -164,11 +192,17 @@ struct debug_layout {
 /* 3.13: runtime_state at word 3 (3 words), interpreter_state at 6 (13),
  * thread_state at 19 (9), interpreter_frame at 28 (6), code_object at 34
  * (10), then pyobject 2, type_object 4, tuple 3, list 3, dict 3, float 2,
- * long 3: bytes_object at 64 (3), unicode_object at 67. */
+ * long 3: bytes_object at 64 (3), unicode_object at 67.  In
+ * interpreter_state, imports_modules is word 11 and gil_runtime_state,
+ * _enabled, _locked, _holder are words 15-18. */
 static const struct debug_layout layout_313 = {
     .interpreters_head = 5,
     .interp_next = 8,
     .interp_threads_head = 9,
+    .interp_modules = 11,
+    .gil_enabled = 16,
+    .gil_locked = 17,
+    .gil_holder = 18,
     .tstate = 19,
     .frame = 28,
     .code = 34,
@@ -179,11 +213,16 @@ static const struct debug_layout layout_313 = {
 /* 3.14: interpreter_state grows to 16 words (threads_main after
  * threads_head; code_object_generation and tlbc_generation at the end),
  * interpreter_frame to 8 (stackpointer, tlbc_index), code_object to 11
- * (co_tlbc), and a 4-word set_object sits between list and dict. */
+ * (co_tlbc), and a 4-word set_object sits between list and dict
+ * (imports_modules word 12, the GIL words 16-19). */
 static const struct debug_layout layout_314 = {
     .interpreters_head = 5,
     .interp_next = 8,
     .interp_threads_head = 9,
+    .interp_modules = 12,
+    .gil_enabled = 17,
+    .gil_locked = 18,
+    .gil_holder = 19,
     .tstate = 22,
     .frame = 31,
     .code = 39,
@@ -225,7 +264,9 @@ static bool plausible(const struct py_offsets *o)
         return o->unicode_ascii_size >= 32 && o->unicode_ascii_size <= 128 &&
                o->unicode_state < o->unicode_ascii_size && o->bytes_data < 128 &&
                o->runtime_interpreters_head < MAX_STRUCT_SIZE &&
-               o->interp_threads_head < MAX_STRUCT_SIZE && o->interp_next < MAX_STRUCT_SIZE;
+               o->interp_threads_head < MAX_STRUCT_SIZE && o->interp_next < MAX_STRUCT_SIZE &&
+               o->interp_modules < MAX_STRUCT_SIZE && o->gil_holder < MAX_STRUCT_SIZE &&
+               o->gil_locked < MAX_STRUCT_SIZE;
 }
 
 static void apply_layout(const uint8_t *d, const struct debug_layout *l, struct py_offsets *o)
@@ -260,6 +301,12 @@ static void apply_layout(const uint8_t *d, const struct debug_layout *l, struct 
         o->unicode_ascii_size = word(d, l->unicode + 3);
         /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8. */
         o->unicode_compact_size = o->unicode_ascii_size + 16;
+        o->interp_modules = word(d, l->interp_modules);
+        /* _enabled is 0 in GIL builds (the field exists only in
+         * free-threaded ones, which are refused). */
+        o->gil_model = word(d, l->gil_enabled) == 0 ? PY_GIL_INTERP : PY_GIL_NONE;
+        o->gil_holder = word(d, l->gil_holder);
+        o->gil_locked = word(d, l->gil_locked);
 }
 
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
@@ -293,6 +340,11 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
         out->executable_may_be_none = minor == 13;
         out->tagged_executable = minor >= 14;
         out->code_firsttraceable = minor == 13 ? 184 : 0;
+        out->heaptype_cached_keys = 880; /* not in the debug offsets */
+        out->dict_model = PY_DICT_LOG2;
+        out->managed_dict = PY_MANAGED_INLINE;
+        out->dict_values_header = 8; /* capacity, size, embedded, valid */
+        out->long_tagged = true;
         if (!plausible(out)) {
                 *why = "implausible _Py_DebugOffsets values";
                 return false;

@@ -17,6 +17,28 @@ enum py_frame_model {
         PY_FRAMES_INTERPRETER, /* 3.11+: _PyInterpreterFrame in the data stack */
 };
 
+/* Where the GIL says who holds it (see python/py_gil.c). */
+enum py_gil_model {
+        PY_GIL_NONE,
+        PY_GIL_RUNTIME,        /* <=3.11: _PyRuntime.gilstate.tstate_current, NULL when free */
+        PY_GIL_INTERP_POINTER, /* 3.12: interp->ceval.gil -> {last_holder, locked} */
+        PY_GIL_INTERP,         /* 3.13+: interp->_gil {last_holder, locked}, by debug offsets */
+};
+
+/* Dict keys objects (python/py_dict.c). */
+enum py_dict_model {
+        PY_DICT_SIZED, /* 3.9/3.10: dk_size, dk_nentries, 24-byte entries */
+        PY_DICT_LOG2,  /* 3.11+: dk_log2_size, dk_log2_index_bytes, dk_kind */
+};
+
+/* Where an instance keeps its attributes when its type manages them. */
+enum py_managed_dict {
+        PY_MANAGED_NONE,   /* 3.9/3.10: only tp_dictoffset */
+        PY_MANAGED_311,    /* values pointer at -32, dict pointer at -24 */
+        PY_MANAGED_312,    /* one word at -24: dict, or values - 1 (odd) */
+        PY_MANAGED_INLINE, /* 3.13+: dict at -24, else values after tp_basicsize */
+};
+
 struct py_offsets {
         unsigned int minor;
         enum py_frame_model model;
@@ -65,6 +87,20 @@ struct py_offsets {
         uint64_t unicode_compact_size; /* data of other compact strings */
         uint64_t bytes_size;
         uint64_t bytes_data;
+        /* GIL holder: offsets from the GIL's base, which is _PyRuntime
+         * (PY_GIL_RUNTIME), *(interp + interp_ceval_gil) (3.12) or the
+         * interpreter (3.13+).  gil_locked 0: no lock word. */
+        enum py_gil_model gil_model;
+        uint64_t interp_ceval_gil;
+        uint64_t gil_holder;
+        uint64_t gil_locked;
+        /* Python thread names: sys.modules, dicts, instance attributes */
+        uint64_t interp_modules;
+        uint64_t heaptype_cached_keys; /* PyHeapTypeObject.ht_cached_keys */
+        enum py_dict_model dict_model;
+        enum py_managed_dict managed_dict;
+        uint64_t dict_values_header; /* bytes before PyDictValues.values */
+        bool long_tagged;            /* 3.12+: PyLongObject.lv_tag, not ob_size */
 };
 
 #define PY_DEBUG_COOKIE      "xdebugpy"

@@ -14,15 +14,18 @@
  *            seen for the first time therefore gets native-only samples
  *            until the next refresh.
  *   capture  (inside the stop window) finds the thread's state without
- *            allocating and copies it, with the data-stack chunk cached
- *            for it, in one process_vm_readv; on 3.9/3.10 a second read
- *            copies the top frame object.
+ *            allocating and copies it, with the GIL holder (py_gil) and the
+ *            data-stack chunk cached for it, in one process_vm_readv; on
+ *            3.9/3.10 a second read copies the top frame object.
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied
  *            tstate names another chunk than the one copied gets the new
  *            chunk cached for its next sample; this sample's frames are
  *            then read live.
+ *   label    (before recording) thread.gil from the copied GIL bytes, and
+ *            thread.name from threading (py_thread_names), refreshed after
+ *            the resume only when a thread is missing or every 10 s.
  *
  * Native frame classes: NATIVE_EVAL is a function named
  * _PyEval_EvalFrameDefault (or a split part such as its .cold), wherever it
@@ -46,14 +49,19 @@
 
 #include "python/py_code.h"
 #include "python/py_frame.h"
+#include "python/py_gil.h"
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
+#include "python/py_thread_names.h"
+#include "profile/sample_recorder.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
 #define PY_THREADS_REFRESH_NS (500ull * 1000 * 1000)
 #define PY_THREADS_RETRY_NS   (20ull * 1000 * 1000)
+#define PY_NAMES_RETRY_NS     (1000ull * 1000 * 1000)
+#define PY_NAMES_REFRESH_NS   (10000ull * 1000 * 1000)
 #define CLASS_CACHE_SLOTS     4096
 #define PY_STRING_SEED        0x5bd1e9955bd1e995ull
 
@@ -69,6 +77,7 @@ struct py_process {
         struct string_pool strings;
         struct py_code_cache codes;
         struct py_threads threads;
+        struct py_thread_names names;
         uint64_t last_refresh_ns;
         bool unmapped_seen; /* a sampled thread had no thread state */
         struct py_item *items;
@@ -140,6 +149,7 @@ void py_process__free(struct py_process *py)
         py_code_cache__clear(&py->codes);
         string_pool__clear(&py->strings);
         py_threads__clear(&py->threads);
+        py_thread_names__clear(&py->names);
         free(py->items);
         free(py->seen);
         free(py->classes);
@@ -148,7 +158,8 @@ void py_process__free(struct py_process *py)
 
 static size_t capture_bytes(const struct py_offsets *o)
 {
-        return o->tstate_size + (o->tstate_datastack_chunk ? PY_CHUNK_COPY_MAX : 0) + o->frame_size;
+        return o->tstate_size + PY_GIL_REGION_MAX +
+               (o->tstate_datastack_chunk ? PY_CHUNK_COPY_MAX : 0) + o->frame_size;
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -187,8 +198,8 @@ void py_process__capture(struct py_process *py, struct capture *capture)
         const struct py_offsets *o = &py->runtime.offsets;
         uint64_t fs_base = capture->kind == CAPTURE_STOPPED ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
-        uint64_t addresses[2];
-        size_t lens[2], n = 0;
+        uint64_t addresses[3];
+        size_t lens[3], n = 0;
 
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t) {
@@ -197,6 +208,10 @@ void py_process__capture(struct py_process *py, struct capture *capture)
         }
         addresses[n] = t->tstate;
         lens[n++] = o->tstate_size;
+        if (t->gil) { /* before the chunk: a freed chunk must not cost it */
+                addresses[n] = t->gil;
+                lens[n++] = py_gil__region_len(o);
+        }
         if (t->chunk) {
                 addresses[n] = t->chunk;
                 lens[n++] = t->chunk_len;
@@ -310,4 +325,48 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         stack_merge__merge(&in, out);
         *failed = out->failed;
         return out;
+}
+
+static const char *gil_label(const struct py_process *py, const struct py_thread *t,
+                             const struct capture *capture)
+{
+        const struct py_offsets *o = &py->runtime.offsets;
+        size_t len = py_gil__region_len(o);
+        const uint8_t *region = t->gil ? capture__interp_at(capture, t->gil, len) : NULL;
+
+        switch (py_gil__holder_is(o, region, len, t->tstate)) {
+        case PY_GIL_HELD:
+                return "true";
+        case PY_GIL_NOT_HELD:
+                return "false";
+        case PY_GIL_UNKNOWN:
+                break;
+        }
+        return NULL;
+}
+
+static const char *python_name(struct py_process *py, const struct py_thread *t, pid_t tid)
+{
+        uint64_t now_ns = monotonic_now(), elapsed = now_ns - py->names.refreshed_ns;
+        const char *name = py_thread_names__find(&py->names, t->pthread, tid);
+
+        if ((!name && elapsed >= PY_NAMES_RETRY_NS) || elapsed >= PY_NAMES_REFRESH_NS) {
+                py_thread_names__refresh(&py->names, py->pid, &py->runtime, &py->threads, now_ns);
+                name = py_thread_names__find(&py->names, t->pthread, tid);
+        }
+        return name;
+}
+
+void py_process__label(struct py_process *py, const struct capture *capture,
+                       struct sample_record *record)
+{
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+        const char *name;
+
+        if (!t)
+                return;
+        record->gil = gil_label(py, t, capture);
+        name = python_name(py, t, capture->tid);
+        if (name && *name)
+                record->python_thread_name = name;
 }

@@ -12,6 +12,7 @@
 
 struct py_process;
 struct address_space;
+struct sample_record;
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
  * line) or runs a version or build we cannot read (one warning line); the
@@ -20,9 +21,9 @@ struct py_process *py_process__new(pid_t pid);
 void py_process__free(struct py_process *py);
 
 /* Inside the stop window (no allocation, no file I/O): copies the thread
- * state of capture->tid and, on 3.11+, its current data-stack chunk in one
- * process_vm_readv, or on 3.9/3.10 the thread state then the top frame
- * object (two). */
+ * state of capture->tid, the GIL holder word(s) and, on 3.11+, its current
+ * data-stack chunk in one process_vm_readv, or on 3.9/3.10 the thread
+ * state and GIL then the top frame object (two). */
 void py_process__capture(struct py_process *py, struct capture *capture);
 
 /* After the resume (cheap; call it before each merge): refreshes the
@@ -40,3 +41,11 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
                                              struct capture *capture,
                                              const struct thread_stack *native,
                                              enum native_mode mode, bool *failed);
+
+/* After the merge, before recording: the Python labels of this thread's
+ * sample.  Sets record->gil ("true"/"false") for a Python thread whose GIL
+ * bytes were copied, and record->python_thread_name to threading.Thread.name
+ * when known (the name table is re-read here at most every second when a
+ * thread is missing from it, and every 10 s).  Leaves both alone otherwise. */
+void py_process__label(struct py_process *py, const struct capture *capture,
+                       struct sample_record *record);

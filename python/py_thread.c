@@ -15,7 +15,8 @@
  *             A stopped thread is also matched exactly by its fs_base
  *             register, which on x86-64 glibc equals pthread_self().
  * The 3.11+ data-stack chunk address (what the stop window copies) and
- * its size are read here too. */
+ * its size are read here too, and where the interpreter's GIL says who
+ * holds it (py_gil; one read per interpreter on 3.12). */
 #include "python/py_thread.h"
 
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "attach/remote_memory.h"
+#include "python/py_gil.h"
 #include "util/cleanup.h"
 
 static uint64_t u64_at(const uint8_t *data, uint64_t offset)
@@ -101,18 +103,20 @@ static int add_thread(struct py_threads *out, const struct py_thread *t)
 
 /* Reads one interpreter's list into `out`; returns its `next` or 0. */
 static int read_interp(struct py_threads *out, const struct py_thread *old, size_t n_old, pid_t pid,
-                       const struct py_offsets *o, uint64_t interp, const pid_t *tids,
+                       const struct py_runtime *runtime, uint64_t interp, const pid_t *tids,
                        size_t n_tids, uint64_t *next)
 {
+        const struct py_offsets *o = &runtime->offsets;
         uint8_t tstate[4096];
-        uint64_t address = 0;
+        uint64_t address = 0, gil;
 
         *next = 0;
         if (remote_memory__read(pid, interp + o->interp_next, next, sizeof(*next)) != 8 ||
             remote_memory__read(pid, interp + o->interp_threads_head, &address, 8) != 8)
                 return 0;
+        gil = py_gil__region(pid, runtime, interp);
         while (address && out->n < PY_MAX_THREADS) {
-                struct py_thread t = {.tstate = address};
+                struct py_thread t = {.tstate = address, .gil = gil};
                 if ((address & 7) || seen_tstate(out, address) ||
                     remote_memory__read(pid, address, tstate, o->tstate_size) !=
                         (ssize_t)o->tstate_size ||
@@ -170,13 +174,12 @@ static void unmap_duplicate_tids(struct py_threads *threads)
 int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_runtime *runtime,
                         const pid_t *tids, size_t n_tids)
 {
-        const struct py_offsets *o = &runtime->offsets;
         struct py_threads fresh = {0};
         uint64_t interp = py_runtime__first_interpreter(pid, runtime), next;
         int r = 0;
 
         for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next)
-                r = read_interp(&fresh, threads->v, threads->n, pid, o, interp, tids, n_tids,
+                r = read_interp(&fresh, threads->v, threads->n, pid, runtime, interp, tids, n_tids,
                                 &next);
         if (r < 0) {
                 free(fresh.v);

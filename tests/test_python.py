@@ -63,6 +63,9 @@ MIN_THREAD_SAMPLES = 100  # of one thread in 3 s at 100 Hz (nominally 300)
 MIN_SHARE = 0.95
 WORKLOAD = PYTHON_TARGETS / "workload.py"
 CHURN = PYTHON_TARGETS / "churn.py"
+GIL_NAMES = PYTHON_TARGETS / "gil_names.py"
+BUSY_NAME, SLEEPER_NAME = "payment-worker-with-a-long-name", "sleeper-with-a-long-name-too"
+MIN_GIL_HELD = 0.80  # a lone busy thread holds the GIL; generous for ticks at a switch
 LINES = python_source_lines(WORKLOAD)
 THREADING = re.compile(r"/usr/lib/python3\.\d+/threading\.py")
 ASYNCIO = re.compile(r"/usr/lib/python3\.\d+/asyncio/\w+\.py")
@@ -427,8 +430,73 @@ def test_thread_labels(workload):
         assert labels.get("thread.name") in ([name], [comms[tid]]), (
             f"thread {name} (tid {tid}): thread.name {labels.get('thread.name')}, want {name!r} or {comms[tid]!r}"
         )
+        assert labels.get("thread.gil") in (["true"], ["false"]), f"thread {name} (tid {tid}): {labels}"
     missing = set(workload.info["threads"]) - set(seen)
     assert not missing, f"no samples of threads {missing}; {seen}"
+
+
+# ------------------------------------ thread.gil and Python thread names
+
+
+@pytest.fixture(scope="module", params=PYTHON_NAMES)
+def gil_names(request, pythons, profd_binary, read_profile, tmp_path_factory):
+    """gil_names.py under one interpreter (a busy thread, a sleeping one,
+    the main thread sleeping), profiled 2 s at 100 Hz; returns
+    (interpreter, info, result, profile, released_error)."""
+    interpreter = pythons[request.param]
+    seen = interpreter.install([GIL_NAMES])
+    target = Target(interpreter.argv(seen / GIL_NAMES.name), env=PYTHON_ENV, cwd="/")
+    try:
+        target.wait_ready(timeout=30)
+        info = json.loads(target.readline(timeout=10))
+        assert info["version"].startswith("%d.%d." % interpreter.minor), (interpreter, info["version"])
+        profd = Profd(profd_binary, tmp_path_factory.mktemp(f"gil-{interpreter.name}"), read_profile)
+        result, profile = profd.profile([target.pid], duration=2, interval=INTERVAL)
+        yield interpreter, info, result, profile, released_error(target.pid)
+    finally:
+        target.kill()
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+
+
+def samples_of(profile, info, name, minimum=50):
+    tid = info["threads"][name]["native_id"]
+    found = [s for s in profile.samples if s["num_labels"].get("thread.os.id") == [tid]]
+    assert len(found) >= minimum, f"only {len(found)} samples of {name!r} (tid {tid}): {profile.thread_names()}"
+    return found
+
+
+def label(sample, key):
+    return sample["labels"].get(key, [None])[0]
+
+
+def test_gil_label_busy_thread_holds_it_sleepers_do_not(gil_names):
+    interpreter, info, result, profile, released = gil_names
+    assert released is None, released
+    assert result.summary["errors"] == 0, result.summary
+    for sample in profile.samples:
+        assert label(sample, "thread.gil") in ("true", "false"), f"{interpreter}: {sample['labels']}"
+    busy = samples_of(profile, info, BUSY_NAME)
+    held = [s for s in busy if label(s, "thread.gil") == "true"]
+    assert len(held) >= MIN_GIL_HELD * len(busy), (
+        f"{interpreter}: only {len(held)}/{len(busy)} samples of the busy thread have thread.gil=true"
+    )
+    for name in (SLEEPER_NAME, "MainThread"):
+        sleeping = samples_of(profile, info, name)
+        free = [s for s in sleeping if label(s, "thread.gil") == "false"]
+        assert len(free) >= MIN_SHARE * len(sleeping), (
+            f"{interpreter}: only {len(free)}/{len(sleeping)} samples of {name} (in time.sleep) have thread.gil=false"
+        )
+
+
+def test_thread_name_is_the_python_thread_name(gil_names):
+    interpreter, info, result, profile, released = gil_names
+    for name in (BUSY_NAME, SLEEPER_NAME, "MainThread"):
+        samples = samples_of(profile, info, name)
+        named = [s for s in samples if label(s, "thread.name") == name]
+        assert len(named) >= MIN_SHARE * len(samples), (
+            f"{interpreter}: only {len(named)}/{len(samples)} samples of {name!r} are labelled with that name: "
+            f"{collections.Counter(label(s, 'thread.name') for s in samples)}"
+        )
 
 
 # ------------------------------------------------------- robustness
@@ -442,6 +510,8 @@ def test_non_python_process_gets_native_stacks(profd, targets, start_target):
     assert_stack_prefix(busy, CHAIN_STACK, what="busy-chain samples")
     python = [s for s in prof.samples if any(is_python(f) for f in s["frames"])]
     assert not python, f"{len(python)} samples of a non-Python process have Python frames: {show(python[0])}"
+    gil = [s for s in prof.samples if "thread.gil" in s["labels"]]
+    assert not gil, f"{len(gil)} samples of a non-Python process have a thread.gil label: {gil[0]['labels']}"
     assert not result.error_lines, str(result)
     # Lenient: if the daemon says anything about Python here, it says it is not Python.
     about_python = [

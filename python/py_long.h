@@ -1,0 +1,16 @@
+/* py_long.h — small Python int objects read out of another process. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "python/py_offsets.h"
+
+#define PY_LONG_READ_MAX 40 /* header and up to 3 digits */
+
+/* Decodes a non-negative int of at most 64 bits from `object[0..len)`, a
+ * copy of its first bytes.  False for negative, oversized or malformed
+ * objects. */
+bool py_long__decode(const struct py_offsets *offsets, const uint8_t *object, size_t len,
+                     uint64_t *out);
