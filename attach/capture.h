@@ -54,16 +54,28 @@ struct capture {
         struct user_regs_struct regs;
         bool bp_known; /* for CAPTURE_BLOCKED: regs.rbp was recovered */
         struct blocked_point blocked;
-        uint64_t stack_start; /* target address of stack[0] */
+        uint64_t stack_start; /* target address of stack[0]: SP - CAPTURE_RED_ZONE */
         size_t stack_len;     /* bytes valid in stack */
         size_t stack_capacity;
         uint8_t *stack;
+        /* Where this thread's stack ends, as far as unwinding needs it: the
+         * highest address a complete walk read (capture__learn_stack_end),
+         * 0 while unknown.  A thread's outermost frame stays put for its
+         * whole life, so the next copy stops there instead of copying
+         * stack_capacity bytes: the stop window is mostly this copy.  A
+         * copy shortened this way sets stack_cut_at_hint. */
+        uint64_t stack_end_hint;
+        bool stack_cut_at_hint;
         struct capture_interp interp;
         /* The thread's span-context slot (context/), copied in the same
          * window; span_slot_len is 0 when none was copied. */
         uint8_t span_slot[CAPTURE_SPAN_SLOT_BYTES];
         size_t span_slot_len;
 };
+
+/* The stack copy starts this far below SP: the x86-64 red zone, where a
+ * leaf function keeps live data (and CFI may say registers are saved). */
+#define CAPTURE_RED_ZONE 128
 
 /* Allocates the stack buffer once.  0 or -ENOMEM. */
 int capture__init(struct capture *capture, size_t stack_capacity);
@@ -97,6 +109,14 @@ const uint8_t *capture__interp_at(const struct capture *capture, uint64_t addres
 /* Copies the span-context slot at `address` with one process_vm_readv();
  * span_slot_len stays 0 unless all of it arrived.  0 or -errno. */
 int capture__copy_span_slot(struct capture *capture, uint64_t address);
+
+/* After a complete unwind that read the stack up to `read_end`
+ * (exclusive): later copies of this thread may stop there. */
+void capture__learn_stack_end(struct capture *capture, uint64_t read_end);
+
+/* After an unwind that needed memory beyond a copy cut at the hint: the
+ * hint is wrong (the thread switched stacks); copy everything again. */
+void capture__forget_stack_end(struct capture *capture);
 
 /* Reads the 8-byte word at `address` from the copy; false outside it. */
 bool capture__read_word(const struct capture *capture, uint64_t address, uint64_t *value);

@@ -141,17 +141,39 @@ static bool sum_context_switches(pid_t pid, pid_t tid, uint64_t *count)
         return found == 2;
 }
 
+/* Parses one unsigned decimal field and the blanks after it. */
+static bool parse_u64(const char **p, uint64_t *value)
+{
+        char *end;
+
+        errno = 0;
+        *value = strtoull(*p, &end, 10);
+        if (end == *p || errno)
+                return false;
+        *p = end;
+        return true;
+}
+
+bool proc_thread__sched_key(const struct proc_thread_files *files, uint64_t *key)
+{
+        char buf[128];
+        const char *p = buf;
+        uint64_t run_ns, wait_ns, slices;
+
+        if (read_small(files->schedstat_fd, buf, sizeof(buf)) <= 0 || !parse_u64(&p, &run_ns) ||
+            !parse_u64(&p, &wait_ns) || !parse_u64(&p, &slices) || (run_ns == 0 && slices == 0))
+                return false;
+        /* Both only grow: the CPU time moves when the thread is switched
+         * out, the slice count when it is switched in. */
+        *key = run_ns + slices;
+        return true;
+}
+
 bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pid_t tid,
                             uint64_t *count)
 {
-        char buf[128];
-        uint64_t run_ns, wait_ns, slices;
-
-        if (read_small(files->schedstat_fd, buf, sizeof(buf)) > 0 &&
-            sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64, &run_ns, &wait_ns, &slices) == 3) {
-                *count = slices;
+        if (proc_thread__sched_key(files, count))
                 return true;
-        }
         return sum_context_switches(pid, tid, count);
 }
 

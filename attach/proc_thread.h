@@ -48,6 +48,12 @@ enum proc_syscall_result proc_thread__syscall(const struct proc_thread_files *fi
 bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pid_t tid,
                             uint64_t *count);
 
+/* The run count from schedstat alone (CPU time plus slices): it changes
+ * as soon as the thread is put on a CPU, so an unchanged key means the
+ * thread has not run since.  False when schedstat is unavailable or
+ * reads all zeros (scheduler statistics off). */
+bool proc_thread__sched_key(const struct proc_thread_files *files, uint64_t *key);
+
 /* Thread name (comm), NUL-terminated, at most 15 characters. */
 bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
 

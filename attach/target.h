@@ -38,8 +38,9 @@ struct thread_stack {
         size_t n_pcs;
         bool truncated;
         enum unwind_end end;
-        uint64_t *pcs; /* max_depth entries; lookup addresses, leaf first */
-        uint64_t *sps; /* NULL or max_depth entries: each frame's stack pointer */
+        uint64_t *pcs;     /* max_depth entries; lookup addresses, leaf first */
+        uint64_t *sps;     /* NULL or max_depth entries: each frame's stack pointer */
+        uint64_t read_end; /* highest stack address the walk read, exclusive */
 };
 
 struct tthread {
@@ -50,9 +51,10 @@ struct tthread {
         uint64_t interrupt_ns;  /* CLOCK_MONOTONIC when interrupted */
         uint64_t last_pause_ns; /* interrupt to resume, of the last stop */
         bool captured;          /* `capture` holds this tick's sample */
-        bool blocked_candidate; /* sampler: looked blocked this tick */
+        bool blocked_candidate; /* sampler: looked blocked this tick, at blocked_at */
         bool reuse_last_stack;  /* sampler: idle, record last_stack again */
         bool needs_stop;        /* sampler: blocked capture did not unwind */
+        struct blocked_point blocked_at;
         char name[16];
         struct capture capture;
         /* Idle detection for blocked threads. */

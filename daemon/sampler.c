@@ -1,15 +1,18 @@
 /* sampler.c — one tick: stop only the threads that must be stopped, for as
  * short a time as possible, then do the slow work.
  *
- *   1. For each thread, read its state from /proc just before acting:
- *      running ('R') threads are interrupted at once; sleeping ('S'/'D')
- *      threads are noted; stopped threads are left alone.
+ *   1. For each thread, read /proc just before acting: a thread still
+ *      idle since its last (blocked) sample, by its schedstat run count,
+ *      reuses its last stack; otherwise /proc/.../syscall says whether it
+ *      is running (interrupted at once) or blocked, and where (noted).
+ *      Stops that arrive meanwhile are handled during the scan.
  *   2. Wait for the interrupted threads' stops.  Each one is captured
  *      (registers + stack copy) and resumed inside the event handler.
  *   3. Blocked threads are sampled without a stop: SP/PC from
  *      /proc/.../syscall, a stack copy, then a re-check that the thread is
- *      still blocked at the same point and has not run (else: skipped).
- *      A thread still idle since its last sample reuses its last stack.
+ *      still blocked at the same point and has not run (else: one retry,
+ *      then skipped).  Stack copies stop where the thread's stack ends
+ *      (learnt from earlier unwinds, attach/capture.c).
  *   4. With every thread running again: unwind.  A blocked thread whose
  *      stack needs registers /proc does not give (frame-pointer code needs
  *      RBP, which could not be recovered from the copy) is interrupted
@@ -39,6 +42,9 @@
 #define NAME_REFRESH_TICKS   16
 #define LOCATION_CACHE_SLOTS 16384
 #define STACK_GROWTH_LIMIT   4
+/* A stop takes 10-20 µs to arrive: look for stops no more often than this
+ * while scanning the remaining threads. */
+#define COLLECT_EVERY_NS (5ull * 1000)
 
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
@@ -132,29 +138,77 @@ void sampler__release_target(struct target *target)
         target->owner = NULL;
 }
 
-/* Phase 1. */
+/* Phase 1, first step: a thread whose last sample was taken while it was
+ * blocked, and that has not been on a CPU since, is still there: its last
+ * stack is reused after one read of schedstat. */
+static bool still_idle(struct tthread *thread)
+{
+        uint64_t key;
+
+        return thread->idle_key_valid && thread->last_stack_valid &&
+               proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
+}
+
+/* The stops that have arrived, without waiting; returns how many of the
+ * `outstanding` interrupts may still be unanswered (an estimate: other
+ * events count as answers too, which only ends the collecting early). */
+static size_t collect_stops(struct registry *registry, size_t outstanding)
+{
+        int handled = ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                           &registry->events);
+
+        if (handled <= 0)
+                return outstanding;
+        return (size_t)handled < outstanding ? outstanding - (size_t)handled : 0;
+}
+
+/* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
+ * if not, where it is blocked (one read instead of stat, then syscall).
+ * While interrupted threads' stops may be outstanding, each step also
+ * collects the stops that arrived, so that a thread interrupted early in
+ * a long list is resumed without waiting for the rest of the scan. */
 static size_t interrupt_running_threads(struct registry *registry)
 {
-        size_t pending = 0;
+        size_t pending = 0, outstanding = 0;
+        uint64_t collected_ns = 0;
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 if (target->releasing || !target->owner)
                         continue; /* not sampled (daemon/watch.c) */
                 for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        if (outstanding > 0 && monotonic_ns() - collected_ns >= COLLECT_EVERY_NS) {
+                                outstanding = collect_stops(registry, outstanding);
+                                collected_ns = monotonic_ns();
+                        }
+                        /* An event may have ended or released the target. */
+                        if (target->gone || target->releasing || !target->owner ||
+                            i >= target->n_threads)
+                                break;
                         struct tthread *thread = target->threads[i];
                         thread->captured = thread->blocked_candidate = false;
                         thread->reuse_last_stack = false;
                         if (thread->group_stopped || thread->interrupt_pending)
                                 continue;
-                        char state = proc_thread__state(&thread->files);
-                        if (state == 'R') {
-                                if (ptrace_events__interrupt(thread) == 0)
+                        if (still_idle(thread)) {
+                                thread->reuse_last_stack = true;
+                                continue;
+                        }
+                        switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
+                        case PROC_SYSCALL_RUNNING:
+                                if (ptrace_events__interrupt(thread) == 0) {
                                         pending++;
-                                else
+                                        outstanding++;
+                                        collected_ns = thread->interrupt_ns;
+                                } else {
                                         registry->stats.skipped++;
-                        } else if (state == 'S' || state == 'D') {
+                                }
+                                break;
+                        case PROC_SYSCALL_BLOCKED:
                                 thread->blocked_candidate = true;
+                                break;
+                        case PROC_SYSCALL_GONE:
+                                break;
                         }
                 }
         }
@@ -196,41 +250,44 @@ static bool same_point(const struct blocked_point *a, const struct blocked_point
         return a->syscall_nr == b->syscall_nr && a->sp == b->sp && a->pc == b->pc;
 }
 
-/* Phase 3, for one thread. */
+/* Phase 3, for one thread.  `before` is where phase 1 saw it blocked; the
+ * copy is kept only if the thread is still blocked there afterwards and
+ * has not run since its run count was read (after `before`).  A thread
+ * that ran meanwhile is tried once more, where it is blocked now. */
 static void sample_blocked(struct registry *registry, struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
-        struct blocked_point before, after;
-        uint64_t runs_before = UINT64_MAX, runs_after = UINT64_MAX - 1;
+        struct blocked_point before = thread->blocked_at, after;
+        uint64_t runs_before, runs_after;
 
-        if (proc_thread__syscall(&thread->files, &before) != PROC_SYSCALL_BLOCKED) {
-                registry->stats.skipped++;
-                return;
-        }
-        bool counted =
-            proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_before);
-        if (counted && thread->idle_key_valid && thread->last_stack_valid &&
+        if (!proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_before))
+                goto skipped;
+        if (thread->idle_key_valid && thread->last_stack_valid &&
             same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
                 thread->reuse_last_stack = true;
                 return;
         }
-        if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
-                goto skipped;
-        if (profiled && profiled->python)
-                py_process__capture(profiled->python, &thread->capture);
-        if (profiled)
-                context_reader__capture(&profiled->context, thread); /* still blocked: stable */
-        if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
-            !same_point(&before, &after) ||
-            !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after) ||
-            runs_after != runs_before) {
-        skipped:
-                registry->stats.skipped++;
-                return;
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
+                        break;
+                if (profiled && profiled->python)
+                        py_process__capture(profiled->python, &thread->capture);
+                if (profiled)
+                        context_reader__capture(&profiled->context, thread); /* blocked: stable */
+                if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
+                    !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after))
+                        break;
+                if (same_point(&before, &after) && runs_after == runs_before) {
+                        thread->captured = true;
+                        thread->idle_point = before;
+                        thread->idle_run_count = runs_before;
+                        return;
+                }
+                before = after;
+                runs_before = runs_after;
         }
-        thread->captured = true;
-        thread->idle_point = before;
-        thread->idle_run_count = runs_before;
+skipped:
+        registry->stats.skipped++;
 }
 
 static void sample_blocked_threads(struct registry *registry)
@@ -277,17 +334,38 @@ static bool grow_stack_copy(struct target *target, struct tthread *thread)
                                                 : limit) == 0;
 }
 
+/* Where the thread's stack ends, for shorter copies (capture.h): learnt
+ * from a complete walk, forgotten when a copy cut there was too short.
+ * Returns whether the next copy will be longer (it was forgotten). */
+static bool learn_stack_end(struct tthread *thread)
+{
+        struct capture *capture = &thread->capture;
+        const struct thread_stack *stack = &thread->last_stack;
+
+        if (stack->end == UNWIND_COMPLETE && !stack->truncated) {
+                capture__learn_stack_end(capture, stack->read_end);
+                return false;
+        }
+        if (stack->end == UNWIND_OUT_OF_COPY && capture->stack_cut_at_hint) {
+                capture__forget_stack_end(capture);
+                return true;
+        }
+        return false;
+}
+
 static void unwind_capture(struct registry *registry, struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
         struct thread_stack *stack = &thread->last_stack;
-        bool merge_failed = false;
+        bool merge_failed = false, longer_copy = false;
 
         stack->n_pcs = 0;
         stack->truncated = true;
-        if (profiled->unwinder)
+        if (profiled->unwinder) {
                 native_unwinder__unwind(profiled->unwinder, &thread->capture, stack,
                                         target->options.max_depth);
+                longer_copy = learn_stack_end(thread);
+        }
         if (stack->n_pcs == 0) {
                 /* At least the leaf: a partial frame beats a lost sample. */
                 stack->pcs[0] = thread->capture.regs.rip;
@@ -303,7 +381,7 @@ static void unwind_capture(struct registry *registry, struct target *target, str
                                (enum native_mode)registry->config.native_mode, &merge_failed))
                 registry->stats.errors++;
         registry->stats.merge_failed += merge_failed;
-        bool grown = grow_stack_copy(target, thread);
+        bool grown = grow_stack_copy(target, thread) || longer_copy;
         thread->last_stack_valid = true;
         /* An idle thread reuses this stack, unless a bigger copy could
          * complete it next time. */

@@ -35,6 +35,9 @@
 #define DWARF_REGS_GPR     17
 #define FRAME_RECORD_LINKS 2
 #define MIN_BLOCKED_FRAMES 3
+/* How far above a stack copy a failed read still means "copy too short":
+ * the largest copy a thread can grow to (4 x the 1 MiB --stack-bytes cap). */
+#define BEYOND_COPY_REACH (4ull << 20)
 
 struct native_unwinder {
         struct address_space *space;
@@ -43,7 +46,8 @@ struct native_unwinder {
         uint64_t recovered_bp;
         struct thread_stack *out;
         size_t max_depth;
-        bool read_outside_copy;
+        bool read_beyond_copy;       /* a read above the copy's end: cut short */
+        bool read_bad_address;       /* a read below the copy or far away */
         struct thread_stack scratch; /* the second walk of a blocked capture */
         size_t scratch_capacity;
 };
@@ -69,10 +73,22 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr address, Dwarf_Word *result, void
         struct native_unwinder *unwinder = dwfl_arg;
         uint64_t value;
 
-        if (!capture__read_word(unwinder->current, address, &value)) {
-                unwinder->read_outside_copy = true;
+        const struct capture *capture = unwinder->current;
+        uint64_t copy_end = capture->stack_start + capture->stack_len;
+
+        if (!capture__read_word(capture, address, &value)) {
+                /* Above the copy (within any stack's reach): the copy was
+                 * too short.  Elsewhere (below SP's red zone, a heap
+                 * address from a bad CFA): a broken walk, which a longer
+                 * copy would not mend. */
+                if (address >= copy_end && address - copy_end < BEYOND_COPY_REACH)
+                        unwinder->read_beyond_copy = true;
+                else
+                        unwinder->read_bad_address = true;
                 return false;
         }
+        if (address + sizeof(value) > unwinder->out->read_end)
+                unwinder->out->read_end = address + sizeof(value);
         *result = value;
         return true;
 }
@@ -173,17 +189,20 @@ static size_t walk(struct native_unwinder *unwinder)
         out->n_pcs = 0;
         out->truncated = false;
         out->end = UNWIND_COMPLETE;
-        unwinder->read_outside_copy = false;
+        out->read_end = 0;
+        unwinder->read_beyond_copy = unwinder->read_bad_address = false;
         r = dwfl_getthread_frames(address_space__dwfl(unwinder->space), unwinder->current->tid,
                                   on_frame, unwinder);
         /* libdwfl may end quietly (r == 0) when a read fails, so a read
          * beyond the copy marks the stack cut short either way. */
-        if (unwinder->read_outside_copy && out->end == UNWIND_COMPLETE) {
+        if (unwinder->read_beyond_copy && out->end == UNWIND_COMPLETE) {
                 out->truncated = true;
                 out->end = UNWIND_OUT_OF_COPY;
         } else if (r != 0 && out->end == UNWIND_COMPLETE) {
                 out->truncated = true;
                 out->end = UNWIND_NEEDS_REGISTERS;
+        } else if (unwinder->read_bad_address) {
+                out->truncated = true;
         }
         return out->n_pcs;
 }
@@ -210,7 +229,10 @@ static bool is_frame_record(struct native_unwinder *unwinder, uint64_t record, i
 static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
 {
         const struct capture *capture = unwinder->current;
-        uint64_t address = (capture->stack_start + 7) & ~7ull;
+        /* Not in the red zone: below SP a record is stale. */
+        uint64_t from =
+            capture->regs.rsp > capture->stack_start ? capture->regs.rsp : capture->stack_start;
+        uint64_t address = (from + 7) & ~7ull;
         uint64_t end = capture->stack_start + capture->stack_len;
 
         for (; address + 16 <= end; address += 8) {
@@ -252,6 +274,8 @@ static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thre
         unwinder->out = scratch;
         walk(unwinder);
         unwinder->out = out;
+        if (scratch->read_end > out->read_end)
+                out->read_end = scratch->read_end; /* what the copy must hold */
         if (scratch->n_pcs <= out->n_pcs)
                 return;
         memcpy(out->pcs, scratch->pcs, scratch->n_pcs * sizeof(*out->pcs));
