@@ -2,7 +2,9 @@
 """Benchmark suite: splunk-profd side by side with py-spy and Austin.
 
 Writes bench/RESULTS.md (or --out): a table per question of issue 7, the
-machine, each tool's version and the goals table.
+machine, each tool's version and the goals table.  Question 7 is issue 6's
+daemon-mode load (`--watch` over 50 idle labelled processes at 1 Hz:
+daemon CPU, RSS, fds and target pause, plus a churn run); splunk-profd only.
 
   python3 bench/run.py                 full suite (~25 min on 2 vCPUs)
   python3 bench/run.py --quick         every question once, tiny sizes (< 3 min);
@@ -10,6 +12,7 @@ machine, each tool's version and the goals table.
                                        the report renders; writes to a temp file
   python3 bench/run.py --build DIR     use DIR/splunk-profd and DIR/bench/*
   python3 bench/run.py --no-setup      do not pip-install py-spy/austin-dist/gunicorn
+  python3 bench/run.py --only 7 --out F   one question (here 7, ~8 min) into F
 
 Method.  Every ratio cell keeps one target running and alternates windows
 without and with the profiler (A,B then B,A, ...); each window measures the
@@ -677,6 +680,239 @@ def q6(cfg, report, tools):
                  ["Measure", "Median (min–max)"], rows)
 
 
+# ---------------------------------------------------------------- question 7 (issue 6)
+
+def read_stat_cpu(pid):
+    """utime + stime of every thread of pid, in seconds (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def read_status_kb(pid, *keys):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in keys:
+                out[k] = int(v.split()[0])
+    return out
+
+
+class IdleFleet:
+    """n labelled idle processes of `threads` threads each (Python or native)."""
+
+    def __init__(self, kind, n, threads, token, build):
+        self.procs = []
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SPLUNK_PROFILER")}
+        env.update(SPLUNK_PROFILER_ENABLED="true", PROFD_BENCH=token)
+        argv = ([TARGET_PY, os.path.join(BENCH, "idle_threads.py"), str(threads)] if kind == "python"
+                else [os.path.join(build, "bench", "idle_threads"), str(threads)])
+        try:
+            for _ in range(n):
+                self.procs.append(spawn(argv, stdout=subprocess.PIPE, text=True, env=env))
+            for proc in self.procs:
+                if proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError(f"idle target {argv} did not start")
+        except BaseException:
+            self.stop()
+            raise
+        self.pids = [p.pid for p in self.procs]
+
+    def traced(self):
+        n = 0
+        for pid in self.pids:
+            try:
+                n += read_status_kb(pid, "TracerPid").get("TracerPid", 0) != 0
+            except OSError:
+                pass
+        return n
+
+    def untouched(self):
+        """Every thread of every process is neither traced nor stopped."""
+        for pid in self.pids:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/status") as f:
+                    st = dict(l.split(":", 1) for l in f if ":" in l)
+                if int(st["TracerPid"]) != 0 or st["State"].strip()[0] in "tT":
+                    return False
+        return True
+
+    def stop(self):
+        for proc in reversed(self.procs):
+            kill(proc)
+            if proc in PROCS:
+                PROCS.remove(proc)
+
+
+class Churner:
+    """Starts `rate` labelled idle Python processes (2 threads) per second,
+    each killed `life` s later: the daemon attaches to them, samples them and
+    must forget them."""
+
+    def __init__(self, rate, token, life=2.0):
+        self.rate, self.life, self.started = rate, life, 0
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("SPLUNK_PROFILER")}
+        self.env.update(SPLUNK_PROFILER_ENABLED="true", PROFD_BENCH=token)
+        self.halt, self.live = threading.Event(), []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        argv = [TARGET_PY, os.path.join(BENCH, "idle_threads.py"), "2"]
+        while not self.halt.is_set():
+            self.live.append((time.monotonic(), spawn(argv, stdout=subprocess.DEVNULL, env=self.env)))
+            self.started += 1
+            while self.live and time.monotonic() - self.live[0][0] > self.life:
+                self._reap(self.live.pop(0)[1])
+            self.halt.wait(1 / self.rate)
+
+    @staticmethod
+    def _reap(proc):
+        kill(proc)
+        if proc in PROCS:
+            PROCS.remove(proc)
+
+    def stop(self):
+        self.halt.set()
+        self.thread.join()
+        for _, proc in self.live:
+            self._reap(proc)
+
+
+def daemon_cell(cfg, kind, n, endpoint, churn=0):
+    """One `--watch` daemon over n idle processes (plus `churn` short-lived
+    ones per second): attach, warm up, then CPU and RSS over the steady
+    window; then SIGTERM and its summary line."""
+    token = f"{os.getpid()}-{kind}-{n}-{time.monotonic_ns()}"
+    fleet = IdleFleet(kind, n, cfg.q7_threads, token, cfg.build)
+    daemon = churner = None
+    try:
+        argv = [os.path.join(cfg.build, "splunk-profd"), "--watch", "--deny", f"!env:PROFD_BENCH={token}",
+                "--interval", "1000", "--health-interval", "3600"]
+        argv += ["--endpoint", endpoint, "--flush-interval", "1000"] if endpoint else ["--no-export"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPLUNK_PROFILER", "OTEL_"))}
+        errf = tempfile.TemporaryFile(dir=TMP, mode="w+")
+        daemon = spawn(argv, stdout=subprocess.DEVNULL, stderr=errf, env=env)
+        t0 = time.monotonic()
+        while fleet.traced() < n:
+            if daemon.poll() is not None or time.monotonic() - t0 > 30:
+                errf.seek(0)
+                raise RuntimeError(f"daemon attached {fleet.traced()}/{n} targets: {errf.read()[-300:]}")
+            time.sleep(0.1)
+        attach_s = time.monotonic() - t0
+        churner = Churner(churn, token) if churn else None
+        time.sleep(cfg.q7_warm)
+        load = os.getloadavg()[0]
+        fds0 = len(os.listdir(f"/proc/{daemon.pid}/fd"))
+        rss, hwm_warm = [], read_status_kb(daemon.pid, "VmHWM")["VmHWM"]
+        cpu0, w0 = read_stat_cpu(daemon.pid), time.monotonic()
+        while time.monotonic() - w0 < cfg.q7_secs:
+            time.sleep(min(1.0, max(0.0, cfg.q7_secs - (time.monotonic() - w0))))
+            rss.append(read_status_kb(daemon.pid, "VmRSS")["VmRSS"])
+        cpu1, w1 = read_stat_cpu(daemon.pid), time.monotonic()
+        st = read_status_kb(daemon.pid, "VmHWM", "VmRSS", "RssAnon", "RssFile")
+        fds = len(os.listdir(f"/proc/{daemon.pid}/fd"))
+        load = max(load, os.getloadavg()[0])
+        churned = 0
+        if churner:
+            churner.stop()
+            churned, churner = churner.started, None
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+        PROCS.remove(daemon)
+        errf.seek(0)
+        err = errf.read()
+        if daemon.returncode != 0:
+            raise RuntimeError(f"daemon exited {daemon.returncode}: {err[-300:]}")
+        if not fleet.untouched():
+            raise RuntimeError("a target was left traced or stopped after SIGTERM")
+        s = summary(err)
+        if not s.get("samples"):
+            raise RuntimeError(f"no samples in the daemon's summary: {err[-300:]}")
+        return {"cpu_pct": 100 * (cpu1 - cpu0) / (w1 - w0), "rss_mb": statistics.median(rss) / 1024,
+                "rss_growth_mb": (rss[-1] - rss[0]) / 1024, "hwm_mb": st["VmHWM"] / 1024,
+                "hwm_warm_mb": hwm_warm / 1024, "anon_mb": st["RssAnon"] / 1024,
+                "file_mb": st["RssFile"] / 1024, "fds0": fds0, "fds": fds, "attach_s": attach_s, "load": load,
+                "churned": churned, "summary": s}
+    finally:
+        if churner:
+            churner.stop()
+        if daemon is not None and daemon.poll() is None:
+            kill(daemon)
+        fleet.stop()
+
+
+def q7(cfg, report, tools):
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    try:
+        from otlp_receiver import Receiver
+    except ImportError:
+        Receiver = None
+        report.notes.append("Q7: grpcio/opentelemetry-proto missing, daemon ran with --no-export "
+                            "(nothing symbolized).")
+    rows = []
+    big = cfg.q7_counts[-1]
+    cells = [("python", n, 0) for n in cfg.q7_counts] + [("native", big, 0), ("python", big, cfg.q7_churn)]
+    rx = Receiver() if Receiver else None
+    try:
+        if rx:
+            rx.__enter__()
+        for kind, n, churn in cells:
+            label = f"{n} × {cfg.q7_threads} threads, {kind}" + (f", + churn {churn}/s" if churn else "")
+            r = safe(report, f"Q7 daemon {label}", daemon_cell, cfg, kind, n, rx.endpoint if rx else None, churn)
+            if r is None:
+                rows.append([label] + ["error"] * 9)
+                continue
+            s = r["summary"]
+            interrupts = s.get("stopped", 0)
+            if churn:
+                label += f" ({r['churned']} started)"
+                report.values[("q7", "churn", n, "growth")] = [r["rss_growth_mb"]]
+                rows.append([label, f"{r['cpu_pct']:.2f}", f"{r['rss_mb']:.1f} ({r['anon_mb']:.1f} / {r['file_mb']:.1f})",
+                             f"{r['hwm_mb']:.1f}", f"{r['rss_growth_mb']:+.1f}", f"– ({s.get('samples', 0)} samples)",
+                             f"{s.get('pause_p50_us', 0)} / {s.get('pause_p99_us', 0)}",
+                             f"{r['fds0']}→{r['fds']}", f"{r['attach_s']:.1f}", f"{r['load']:.2f}"])
+                print(f"Q7 {label}: rss {r['rss_mb']:.1f} growth {r['rss_growth_mb']:+.1f} MB fds {r['fds0']}->{r['fds']}",
+                      flush=True)
+                continue
+            report.values[("q7", kind, n, "cpu")] = [r["cpu_pct"]]
+            report.values[("q7", kind, n, "rss")] = [r["rss_mb"]]
+            report.values[("q7", kind, n, "hwm")] = [r["hwm_mb"]]
+            report.values[("q7", kind, n, "stopped")] = [interrupts]
+            rows.append([label, f"{r['cpu_pct']:.2f}", f"{r['rss_mb']:.1f} ({r['anon_mb']:.1f} / {r['file_mb']:.1f})",
+                         f"{r['hwm_mb']:.1f}", f"{r['rss_growth_mb']:+.1f}",
+                         f"{interrupts} of {s.get('samples', 0)} ({s.get('blocked', 0)} blocked, "
+                         f"{s.get('reused', 0)} reused, {s.get('skipped', 0)} skipped)",
+                         f"{s.get('pause_p50_us', 0)} / {s.get('pause_p99_us', 0)}",
+                         f"{r['fds0']}→{r['fds']}", f"{r['attach_s']:.1f}", f"{r['load']:.2f}"])
+            print(f"Q7 {label}: cpu {r['cpu_pct']:.2f}% rss {r['rss_mb']:.1f} MB "
+                  f"(anon {r['anon_mb']:.1f} file {r['file_mb']:.1f}) hwm {r['hwm_mb']:.1f} MB "
+                  f"stopped {interrupts}/{s.get('samples')} load {r['load']:.2f}", flush=True)
+    finally:
+        if rx:
+            rx.__exit__(None, None, None)
+    report.table("7. Daemon mode: idle fleet at 1 Hz (issue 6)",
+                 f"`splunk-profd --watch --interval 1000` over N labelled idle processes of "
+                 f"{cfg.q7_threads} threads (bench/idle_threads.py or .c: every thread blocked in "
+                 "sleep/select/Event.wait/queue.get/recv, or nanosleep/read/poll/cond/epoll natively; "
+                 "one per process wakes every 0.5 s), exporting to tests/otlp_receiver.py on loopback "
+                 "(`--flush-interval 1000`). After all N are attached and a "
+                 f"{cfg.q7_warm} s warm-up, CPU = daemon utime+stime (/proc/PID/stat, all threads) over "
+                 f"a {cfg.q7_secs} s window, % of one core; RSS = median VmRSS sampled each second in "
+                 "that window (RssAnon / RssFile at its end); growth = last − first sample of the "
+                 "window; peak = VmHWM. Interrupted = thread-samples taken by PTRACE_INTERRUPT over the "
+                 "whole run (summary `stopped=`); the pause percentiles cover only those. Daemon fds at "
+                 "window start→end. Churn row: the same fleet while the harness also starts "
+                 f"{cfg.q7_churn} labelled 2-thread Python processes per second, each killed 2 s later, "
+                 "from the warm-up on: RSS and fds must stay flat (the interrupted count is not "
+                 "meaningful there: new processes' threads are still starting up). Goals: CPU ≤ 2% "
+                 "of one core and RSS ≤ 64 MiB at 50 × 10; target pause ≈ 0.",
+                 ["Fleet", "Daemon CPU %", "RSS MB median (anon / file)", "Peak RSS MB",
+                  "RSS growth MB in window", "Interrupted thread-samples of all", "Pause p50 / p99 µs",
+                  "Daemon fds", "Attach s", "Load (1 min)"], rows)
+
+
 # ---------------------------------------------------------------- goals, report
 
 def goals(report):
@@ -733,6 +969,18 @@ def goals(report):
     cpu = med(("q3", 10, 100, "ours"))
     row("Profiler CPU, 10 targets × 10 threads at 100 Hz", "≤ 25% of one core",
         None if cpu is None else f"{cpu:.1f}%", cpu is not None and cpu <= 25)
+    big = max((k[2] for k in v if k[0] == "q7" and k[1] == "python"), default=None)
+    if big is not None:
+        cpu7, rss7 = med(("q7", "python", big, "cpu")), med(("q7", "python", big, "rss"))
+        hwm7, stop7 = med(("q7", "python", big, "hwm")), med(("q7", "python", big, "stopped"))
+        row(f"(issue 6) Daemon CPU, {big} idle Python processes × 10 threads at 1 Hz", "≤ 2% of one core",
+            None if cpu7 is None else f"{cpu7:.2f}%", cpu7 is not None and cpu7 <= 2)
+        row(f"(issue 6) Daemon RSS, same load", "≤ 64 MiB",
+            None if rss7 is None else f"{rss7:.1f} MiB steady, {hwm7:.1f} MiB peak",
+            rss7 is not None and hwm7 <= 64)
+        row(f"(issue 6) Target pause, same load", "≈ 0 (blocked threads never interrupted)",
+            None if stop7 is None else f"{stop7:.0f} interrupted thread-samples",
+            stop7 is not None and stop7 == 0)
     report.table("Goals (issue 7)", None, ["Measure", "Goal", "Measured", "Status", "Note"], rows)
     return rows
 
@@ -771,14 +1019,16 @@ def main():
         cfg.window, cfg.rates, cfg.depths, cfg.thread_counts = 1, [100], [10, 100], [1, 10]
         cfg.target_counts, cfg.q3_rates, cfg.q3_secs = [1, 2], [100], 1
         cfg.q4_rates, cfg.q5_runs, cfg.q5_secs, cfg.q6_secs = [100], 1, 2, 2
+        cfg.q7_counts, cfg.q7_threads, cfg.q7_warm, cfg.q7_secs, cfg.q7_churn = [1, 2], 10, 1, 2, 2
         cfg.out = cfg.out or os.path.join(cfg.build, "bench-quick.md")
     else:
         cfg.pairs = cfg.pairs or 4
         cfg.window, cfg.rates, cfg.depths, cfg.thread_counts = 1, [1, 100, 1000], [10, 100, 1000], [1, 10, 100, 500]
         cfg.target_counts, cfg.q3_rates, cfg.q3_secs = [1, 10, 100], [1, 100], 4
         cfg.q4_rates, cfg.q5_runs, cfg.q5_secs, cfg.q6_secs = [100, 1000], 3, 8, 4
+        cfg.q7_counts, cfg.q7_threads, cfg.q7_warm, cfg.q7_secs, cfg.q7_churn = [1, 10, 50], 10, 10, 60, 4
         cfg.out = cfg.out or os.path.join(BENCH, "RESULTS.md")
-    only = set((cfg.only or "1,2,3,4,5,6").split(","))
+    only = set((cfg.only or "1,2,3,4,5,6,7").split(","))
     if not os.access(os.path.join(cfg.build, "splunk-profd"), os.X_OK):
         print(f"bench: {cfg.build}/splunk-profd not built", file=sys.stderr)
         return 1
@@ -808,7 +1058,7 @@ def main():
     load0, t_start = os.getloadavg(), time.monotonic()
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     try:
-        for q, fn in (("1", q1), ("2", q2), ("3", q3), ("4", q4), ("5", q5), ("6", q6)):
+        for q, fn in (("1", q1), ("2", q2), ("3", q3), ("4", q4), ("5", q5), ("6", q6), ("7", q7)):
             if q in only:
                 print(f"== question {q}", flush=True)
                 safe(report, f"Q{q}", fn, cfg, report, tools)
@@ -853,12 +1103,12 @@ def main():
         # number at all (its invocation is broken), or no report, is a failure.
         competitor = [m for m in report.missing if re.search(r"\b(py-spy|Austin)\b", m.split(":")[0])]
         broken = [m for m in report.missing if m not in competitor]
-        for tool in tools[1:]:
+        for tool in tools[1:] if only - {"7"} else []:  # question 7 is splunk-profd only
             if not any(tool in key for key in report.values):
                 broken.append(f"{TOOLS[tool]} produced no number in any cell")
         for m in competitor:
             print(f"bench --quick: warning: {m}", file=sys.stderr)
-        if broken or not goal_rows or "## 1." not in text:
+        if broken or not goal_rows or any(f"## {q}." not in text for q in only):
             print("bench --quick: FAILED:\n  " + "\n  ".join(broken or ["report did not render"]), file=sys.stderr)
             return 1
         print("bench --quick: every cell produced a number")

@@ -24,8 +24,8 @@
 
 #include "symbolize/module_report.h"
 #include "symbolize/proc_maps.h"
+#include "symbolize/shared_elf.h"
 #include "symbolize/symbolizer_internal.h"
-#include "symbolize/target_file.h"
 #include "symbolize/vdso.h"
 #include "util/array.h"
 #include "util/cleanup.h"
@@ -39,20 +39,28 @@ struct layout {
         size_t n_mappings, cap_mappings;
 };
 
-/* libdwfl calls this only for a module whose ELF it does not have yet; ours
- * all come with their ELF, but should it ask, look inside the target's root
- * rather than at the host path. */
+/* libdwfl asks for a module's image when it first needs it; module__adopt
+ * makes that happen at once, while space->reporting says which module it
+ * is, and the answer is a reference to the image shared by every process
+ * mapping the same file (shared_elf.c).  Never a host path or a new fd. */
 static int address_space__find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
                                    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
         struct address_space *space = *userdata;
-        int fd;
+        const struct module *m = space ? space->reporting : NULL;
 
         *elfp = NULL;
-        if (!space || !modname || modname[0] != '/')
+        if (!m || !m->file)
                 return -1;
-        fd = target_file__open_in_root(space->pid, modname);
-        return fd < 0 ? -1 : fd;
+        *elfp = shared_elf__dup(m->file);
+        if (!*elfp || *file_name)
+                return -1;
+        /* The path under the target's root, for .gnu_debuglink lookups of
+         * dwfl_standard_find_debuginfo; libdwfl frees it. */
+        if (m->name[0] == '/' ? asprintf(file_name, "/proc/%d/root%s", (int)space->pid, m->name) < 0
+                              : !(*file_name = strdup(m->name)))
+                *file_name = NULL;
+        return -1;
 }
 
 static const struct module *layout__old_module(const struct address_space *space,
@@ -166,6 +174,9 @@ static int address_space__report(struct address_space *space, const struct proc_
         r = layout__build(space, maps, &l);
         if (dwfl_report_end(space->dwfl, NULL, NULL) != 0)
                 log_warning("pid %d: dwfl_report_end: %s", (int)space->pid, dwfl_errmsg(-1));
+        /* The new records took their own references on the files kept. */
+        for (size_t i = 0; i < space->n_modules; i++)
+                module__release(&space->modules[i]);
         free(space->modules);
         free(space->mappings);
         space->modules = l.modules;
@@ -245,6 +256,8 @@ void address_space__free(struct address_space *space)
                 return;
         if (space->dwfl)
                 dwfl_end(space->dwfl);
+        for (size_t i = 0; i < space->n_modules; i++)
+                module__release(&space->modules[i]);
         free(space->modules);
         free(space->mappings);
         free(space->maps_text);

@@ -7,7 +7,9 @@
  * containers and reinstalls of identical builds), else the on-disk identity
  * dev+inode+mtime+size of the mapped inode.  Keys are interned strings, so a
  * record is found by pointer once its key is built, and records live until
- * the symbolizer is freed (they are small and bounded by distinct files). */
+ * the symbolizer is freed (they are small and bounded by distinct files).
+ * The heavy per-file state (open image, parsed DWARF) hangs off a record
+ * only while some process maps the file: see shared_elf.c. */
 #include "symbolize/elf_file.h"
 
 #include <elfutils/libdwelf.h>
@@ -16,6 +18,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "symbolize/shared_elf.h"
+
 static bool elf_file__eq(const struct hash_node *node, const void *key)
 {
         return container_of(node, struct elf_file, node)->key == key;
@@ -23,7 +27,10 @@ static bool elf_file__eq(const struct hash_node *node, const void *key)
 
 static void elf_file__free(struct hash_node *node)
 {
-        free(container_of(node, struct elf_file, node));
+        struct elf_file *file = container_of(node, struct elf_file, node);
+
+        shared_elf__clear(file);
+        free(file);
 }
 
 void elf_files__init(struct elf_files *files, struct string_pool *strings)

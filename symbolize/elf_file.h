@@ -7,6 +7,8 @@
 #include "symbolize/hashtab.h"
 #include "symbolize/string_pool.h"
 
+struct shared_symbols;
+
 #define ELF_FILE_MAX_BUILD_ID 64 /* bytes; longer notes are ignored */
 
 struct elf_file {
@@ -14,6 +16,10 @@ struct elf_file {
         const char *key;          /* interned "b:<build-id>" or "f:<dev>:<ino>:<mtime>:<size>" */
         const char *build_id_hex; /* interned lowercase hex, "" when none */
         bool has_debug_info;      /* some lookup found line numbers in it */
+        /* Shared handles (shared_elf.c), held while some process maps it: */
+        unsigned int users;             /* modules of live address spaces */
+        Elf *elf;                       /* the image, read-only; NULL when no user */
+        struct shared_symbols *symbols; /* symbolization Dwfl, created on demand */
 };
 
 struct elf_files {

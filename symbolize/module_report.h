@@ -13,8 +13,12 @@ void module__init(struct module *m, const char *name, const struct proc_map *map
  * between dwfl_report_begin and dwfl_report_end.  `old` is the same file's
  * record from the previous report, if any, whose libdwfl module is then
  * kept as is.  When the file cannot be opened or does not match its
- * mappings, m->dwfl_module stays NULL. */
+ * mappings, m->dwfl_module and m->file stay NULL; otherwise the record
+ * holds a reference on m->file. */
 void module__report(struct address_space *space, const struct proc_map *maps, size_t n,
                     const struct module *old, struct module *m);
+/* Drops the record's reference on its file (shared_elf.c); call once the
+ * record has left the address space's layout. */
+void module__release(struct module *m);
 /* Whether two records describe the same mapped file at the same place. */
 bool module__same(const struct module *a, const struct module *b);

@@ -5,8 +5,10 @@
  * (file, relative address) -> lines cache.  A lookup finds the address's
  * module in the address space, turns the address into one relative to the
  * module's load bias (the same in every process mapping that file), and
- * asks the cache; only on a miss does it walk DWARF through the process's
- * Dwfl (inline_chain).  Not thread-safe: one thread symbolizes. */
+ * asks the cache; only on a miss does it walk DWARF (inline_chain), in the
+ * file's symbolization Dwfl shared by all processes (shared_elf.c), or in
+ * the process's own when that cannot be made.  Not thread-safe: one thread
+ * symbolizes. */
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "symbolize/inline_chain.h"
+#include "symbolize/shared_elf.h"
 #include "symbolize/symbolizer_internal.h"
 
 /* A per-symbolizer hash seed, so that hostile names cannot be chosen to
@@ -81,7 +84,12 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
                 return;
         rel = address - m->bias;
         if (!line_cache__lookup(&s->lines, m->file, rel, out)) {
-                inline_chain__resolve(m->dwfl_module, address, &s->strings, out);
+                Dwfl_Module *shared = shared_elf__symbols(m->file, space->pid, m->name);
+
+                if (shared)
+                        inline_chain__resolve(shared, rel, &s->strings, out);
+                else
+                        inline_chain__resolve(m->dwfl_module, address, &s->strings, out);
                 line_cache__store(&s->lines, m->file, rel, out);
                 if (symbolized_pc__has_lines(out))
                         m->file->has_debug_info = true;

@@ -5,15 +5,18 @@
  * Two objects:
  *   struct symbolizer     process-independent caches, keyed by ELF build-id
  *                         (or by file identity when there is no build-id):
- *                         opened ELF files, debuginfo, and resolved
+ *                         opened ELF images, debuginfo, and resolved
  *                         (build-id, file-relative address) -> lines.  A
  *                         second process of the same binary costs no new
- *                         DWARF parsing and no new lookups.
+ *                         mapping, fd or DWARF parsing and no new lookups;
+ *                         a file's image and DWARF are freed when the last
+ *                         process mapping it goes away (shared_elf.c).
  *   struct address_space  one per target process: its file mappings from
  *                         /proc/PID/maps and a libdwfl Dwfl with one module
- *                         per mapped ELF file, found through
- *                         /proc/PID/map_files and /proc/PID/root so that
- *                         containers and deleted binaries work.
+ *                         per mapped ELF file (for the unwinder's CFI),
+ *                         found through /proc/PID/map_files and
+ *                         /proc/PID/root so that containers and deleted
+ *                         binaries work.
  *
  * Everything read from the target (maps, ELF files) is untrusted: sizes are
  * capped and failures degrade to "unknown", never to a crash.
@@ -57,6 +60,8 @@ struct symbolized_pc {
 };
 
 struct symbolizer *symbolizer__new(void);
+/* Free every address space of the symbolizer first: they hold references
+ * on its per-file records. */
 void symbolizer__free(struct symbolizer *symbolizer);
 
 /* Reads /proc/PID/maps and reports every mapped ELF file to a new Dwfl.

@@ -23,11 +23,12 @@ struct symbolizer {
 /* One mapped ELF file of the process (a group of consecutive mappings). */
 struct module {
         Dwfl_Module *dwfl_module; /* NULL when the file could not be used */
-        struct elf_file *file;    /* NULL when dwfl_module is */
+        struct elf_file *file;    /* NULL when dwfl_module is; holds a reference */
         uint64_t start;           /* first mapping's start */
         uint64_t limit;           /* last mapping's limit */
         uint64_t bias;            /* runtime address - ELF address */
         uint64_t low, high;       /* libdwfl's range, to keep it on refresh */
+        const char *dwfl_name;    /* interned "path [file key]", the libdwfl module's */
         /* Identity across refreshes: */
         const char *name; /* interned target path */
         uint64_t inode;
@@ -49,6 +50,7 @@ struct address_space {
         size_t n_modules;
         struct mapped_file **mappings; /* executable ones, sorted by start */
         size_t n_mappings;
+        struct module *reporting; /* the module whose image libdwfl is loading */
 };
 
 /* The module holding address, or NULL. */

@@ -1,0 +1,230 @@
+/* shared_elf.c — per-binary state shared by build-id across processes.
+ *
+ * Why.  Before this file, every address space reported each mapped file to
+ * its own Dwfl with dwfl_report_elf(), so libdwfl mmap'ed the whole file
+ * again, kept one more fd open, and, the first time that process missed the
+ * shared line cache, parsed the file's DWARF again.  Measured on the daemon
+ * (bench/run.py question 7, 50 idle Python processes, heaptrack and
+ * /proc/PID/smaps): each process cost about 1.3 MB of file-backed RSS (the
+ * pages libdwfl touched in its private mapping of python3, libc, libm, ...,
+ * counted once per mapping) and 8 fds; and one process's first miss in libc
+ * decompressed and parsed libc6-dbg's DWARF, 10 MB of heap, which every
+ * other process would pay again on its own first miss (a new code path, a
+ * new worker after churn, the line cache emptied when full): N processes,
+ * N copies.  The resolved-lines cache alone cannot prevent that.
+ *
+ * What.  Two things per elf_file (one per build-id), held only while some
+ * live address space maps the file (`users`, one per module record):
+ *
+ *   - the image: one libelf handle (ELF_C_READ_MMAP_PRIVATE, as libdwfl
+ *     opens files itself, disconnected from its fd at once).  Modules of the
+ *     per-process Dwfls are reported with dwfl_report_module() and receive a
+ *     reference to this handle from the find_elf callback (elf_begin() of a
+ *     handle only bumps its reference count), so libdwfl's CFI for unwinding
+ *     reads one mapping, whatever the number of processes, with no fd.
+ *   - a symbolization Dwfl: one module at load bias 0 on the same image, in
+ *     which the line cache's file-relative address is the lookup address.
+ *     Line-cache misses of every process resolve there, so DWARF and the
+ *     symbol table are parsed once per binary.  Its debuginfo is looked up
+ *     from the first process that needed it, as the line cache already made
+ *     that process's answer everyone's; it is loaded when the Dwfl is made,
+ *     while that process's /proc/PID/root is certainly there.
+ *
+ * The last release (the last process mapping the file exited, exec'ed or
+ * unmapped it) frees both, so per-binary memory follows the live processes
+ * and nothing grows under churn.  Chosen over making Dwfls lazy or evicting
+ * them per process because the unwinder needs a per-process Dwfl (with the
+ * process's own load addresses) on every new stack anyway; what it does
+ * not need is a private copy of each file, and sharing is a small change:
+ * libdwfl's module, CFI and address-range logic are unchanged.
+ *
+ * Not thread-safe, like the rest of the symbolizer: the tracer thread owns
+ * it (libelf's reference count is only protected when libelf is built with
+ * thread safety). */
+#include "symbolize/shared_elf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/log.h"
+
+struct shared_symbols {
+        Dwfl *dwfl;
+        Dwfl_Module *module;
+        Dwfl_Callbacks callbacks;
+        char *debuginfo_path; /* callbacks.debuginfo_path points here */
+        char *file_name;      /* /proc/PID/root/PATH, for .gnu_debuglink */
+        struct elf_file *file;
+        bool failed; /* creation failed once: do not retry for this image */
+};
+
+int shared_elf__acquire(struct elf_file *file, int fd)
+{
+        _cleanup_close_ int owned = fd;
+        Elf *elf;
+
+        if (file->users > 0) {
+                file->users++;
+                return 0;
+        }
+        elf = elf_begin(owned, ELF_C_READ_MMAP_PRIVATE, NULL);
+        if (!elf)
+                return -ENOEXEC;
+        /* Mapped: this only disconnects the fd.  Not mapped (mmap failed):
+         * reads the rest now, so the handle never needs the fd again. */
+        if (elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) != 0) {
+                elf_end(elf);
+                return -ENOEXEC;
+        }
+        file->elf = elf;
+        file->users = 1;
+        return 0;
+}
+
+void shared_elf__ref(struct elf_file *file)
+{
+        file->users++;
+}
+
+static void shared_symbols__free(struct shared_symbols *s)
+{
+        if (!s)
+                return;
+        if (s->dwfl)
+                dwfl_end(s->dwfl);
+        free(s->debuginfo_path);
+        free(s->file_name);
+        free(s);
+}
+
+void shared_elf__clear(struct elf_file *file)
+{
+        shared_symbols__free(file->symbols);
+        file->symbols = NULL;
+        if (file->elf)
+                elf_end(file->elf);
+        file->elf = NULL;
+        file->users = 0;
+}
+
+void shared_elf__release(struct elf_file *file)
+{
+        if (file->users == 0) {
+                log_warning("%s: released more often than acquired", file->key);
+                return;
+        }
+        if (--file->users == 0)
+                shared_elf__clear(file);
+}
+
+Elf *shared_elf__dup(struct elf_file *file)
+{
+        return file->elf ? elf_begin(-1, ELF_C_READ_MMAP_PRIVATE, file->elf) : NULL;
+}
+
+/* The same range as libdwfl's __libdwfl_elf_address_range() for an ET_DYN
+ * or ET_EXEC file reported at `bias` with add_p_vaddr: from the first
+ * PT_LOAD's aligned address to the end of the last. */
+bool shared_elf__range(struct elf_file *file, uint64_t bias, uint64_t *low, uint64_t *high)
+{
+        size_t phnum;
+        bool first = true;
+
+        *low = *high = 0;
+        if (!file->elf || elf_getphdrnum(file->elf, &phnum) != 0)
+                return false;
+        for (size_t i = 0; i < phnum; i++) {
+                GElf_Phdr mem, *ph = gelf_getphdr(file->elf, (int)i, &mem);
+
+                if (!ph || ph->p_type != PT_LOAD)
+                        continue;
+                if (first)
+                        *low = bias + (ph->p_vaddr & -ph->p_align);
+                first = false;
+                if (ph->p_vaddr + ph->p_memsz > 0)
+                        *high = bias + ph->p_vaddr + ph->p_memsz;
+        }
+        return !first && *high > *low;
+}
+
+/* find_elf of the symbolization Dwfl: the shared image, never a file. */
+static int shared_symbols__find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+                                    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+        struct shared_symbols *s = *userdata;
+
+        *elfp = s ? shared_elf__dup(s->file) : NULL;
+        if (*elfp && !*file_name)
+                *file_name = strdup(s->file_name); /* libdwfl frees it */
+        return -1;
+}
+
+static struct shared_symbols *shared_symbols__new(struct elf_file *file, pid_t pid,
+                                                  const char *path)
+{
+        struct shared_symbols *s = calloc(1, sizeof(*s));
+        uint64_t low, high;
+        Dwarf_Addr bias = 1;
+        void **userdata = NULL;
+
+        if (!s)
+                return NULL;
+        s->file = file;
+        if (asprintf(&s->debuginfo_path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
+                     (int)pid) < 0) {
+                s->debuginfo_path = NULL;
+                goto fail;
+        }
+        if ((path[0] == '/' ? asprintf(&s->file_name, "/proc/%d/root%s", (int)pid, path)
+                            : asprintf(&s->file_name, "%s", path)) < 0) {
+                s->file_name = NULL;
+                goto fail;
+        }
+        s->callbacks = (Dwfl_Callbacks){
+            .find_elf = shared_symbols__find_elf,
+            .find_debuginfo = dwfl_standard_find_debuginfo,
+            .section_address = dwfl_offline_section_address,
+            .debuginfo_path = &s->debuginfo_path,
+        };
+        s->dwfl = dwfl_begin(&s->callbacks);
+        if (!s->dwfl || !shared_elf__range(file, 0, &low, &high))
+                goto fail;
+        dwfl_report_begin(s->dwfl);
+        s->module = dwfl_report_module(s->dwfl, path, low, high);
+        if (s->module)
+                dwfl_module_info(s->module, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+        if (userdata)
+                *userdata = s;
+        if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 || !s->module ||
+            !dwfl_module_getelf(s->module, &bias) || bias != 0)
+                goto fail;
+        /* Now, while pid's root is certainly there. */
+        (void)dwfl_module_getdwarf(s->module, &bias);
+        (void)dwfl_module_getsymtab(s->module);
+        return s;
+fail:
+        log_debug("%s: no shared symbolization module: %s", path, dwfl_errmsg(-1));
+        shared_symbols__free(s);
+        return NULL;
+}
+
+Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path)
+{
+        if (!file->elf)
+                return NULL;
+        if (!file->symbols) {
+                file->symbols = shared_symbols__new(file, pid, path);
+                if (!file->symbols) {
+                        /* Remember the failure until the image is released. */
+                        file->symbols = calloc(1, sizeof(*file->symbols));
+                        if (file->symbols)
+                                file->symbols->failed = true;
+                        return NULL;
+                }
+        }
+        return file->symbols->failed ? NULL : file->symbols->module;
+}

@@ -1,0 +1,32 @@
+/* shared_elf.h — one open ELF image and one symbolization Dwfl per distinct
+ * file (build-id), shared by every process that maps it. */
+#pragma once
+
+#include <elfutils/libdwfl.h>
+#include <sys/types.h>
+
+#include "symbolize/elf_file.h"
+
+/* Takes a user reference on file for one module of one address space.  The
+ * first reference opens the shared image from fd; fd is always consumed
+ * (closed).  Returns 0 or -errno (no reference is then taken). */
+int shared_elf__acquire(struct elf_file *file, int fd);
+/* One more reference on a file that already has one. */
+void shared_elf__ref(struct elf_file *file);
+/* Drops a reference; the last one closes the image and the symbolization
+ * Dwfl (its parsed DWARF), so nothing outlives the processes mapping it. */
+void shared_elf__release(struct elf_file *file);
+/* A new libelf reference to the shared image, for a libdwfl find_elf
+ * callback (libdwfl elf_end()s it with its module), or NULL. */
+Elf *shared_elf__dup(struct elf_file *file);
+/* [low, high) of the file's loaded segments when loaded with `bias`, as
+ * dwfl_report_elf would compute them.  Returns false if it has no PT_LOAD. */
+bool shared_elf__range(struct elf_file *file, uint64_t bias, uint64_t *low, uint64_t *high);
+/* The module of the file's symbolization Dwfl, in which addresses are ELF
+ * addresses (load bias 0).  Created on first use, from the view of process
+ * pid (debuginfo under /proc/PID/root, .gnu_debuglink next to `path`, the
+ * target's path of the file), with its debuginfo and symbol table loaded at
+ * once.  NULL when it cannot be created. */
+Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path);
+/* Frees whatever a file still holds (symbolizer__free). */
+void shared_elf__clear(struct elf_file *file);

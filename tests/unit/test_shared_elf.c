@@ -1,0 +1,252 @@
+/* test_shared_elf.c — unit tests for symbolize/shared_elf.c: address spaces
+ * of processes mapping the same files share one image per file (no mapping
+ * or fd per process), symbolize through the shared module exactly as
+ * through their own, and release everything when the last one goes away,
+ * also on refresh after dlclose and under churn. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "symbolize/inline_chain.h"
+#include "symbolize/shared_elf.h"
+#include "symbolize/symbolizer_internal.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "tests/unit/check.h"
+
+static volatile int sink;
+static volatile uintptr_t captured_pc;
+
+__attribute__((noinline)) int shared_target_plain(int x);
+__attribute__((noinline)) int shared_target_plain(int x)
+{
+        sink = x;
+        return sink + 1;
+}
+
+__attribute__((noinline)) static int capture_pc(void)
+{
+        captured_pc = (uintptr_t)__builtin_return_address(0);
+        __asm__ volatile("" ::: "memory");
+        return sink;
+}
+
+static inline __attribute__((always_inline)) int shared_target_inner(int x)
+{
+        sink = x * 3;
+        return capture_pc() + sink;
+}
+
+__attribute__((noinline)) int shared_target_outer(int x);
+__attribute__((noinline)) int shared_target_outer(int x)
+{
+        sink = x;
+        sink = shared_target_inner(x + 1);
+        return sink * 2;
+}
+
+static size_t count_entries(const char *dir)
+{
+        DIR *d = opendir(dir);
+        size_t n = 0;
+
+        CHECK(d);
+        while (readdir(d))
+                n++;
+        closedir(d);
+        return n;
+}
+
+static size_t count_lines(const char *path)
+{
+        FILE *f = fopen(path, "r");
+        size_t n = 0;
+        int c;
+
+        CHECK(f);
+        while ((c = fgetc(f)) != EOF)
+                n += c == '\n';
+        fclose(f);
+        return n;
+}
+
+static struct elf_file *file_at(struct address_space *space, uintptr_t address)
+{
+        struct module *m = address_space__module_at(space, address);
+
+        return m ? m->file : NULL;
+}
+
+/* The result through the shared module is what the process's own module
+ * (libdwfl, the process's load addresses) gives. */
+static void check_same_as_own_module(struct address_space *space, uintptr_t address)
+{
+        struct module *m = address_space__module_at(space, address);
+        struct symbolized_pc shared, own;
+
+        CHECK(m && m->dwfl_module && m->file);
+        address_space__symbolize(space, address, &shared);
+        memset(&own, 0, sizeof(own));
+        inline_chain__resolve(m->dwfl_module, address, &space->symbolizer->strings, &own);
+        CHECK(shared_elf__symbols(m->file, space->pid, m->name) != NULL); /* was used */
+        if (shared.n_lines != own.n_lines)
+                fprintf(stderr, "%#" PRIxPTR ": %zu lines shared, %zu own\n", address,
+                        shared.n_lines, own.n_lines);
+        CHECK(shared.n_lines == own.n_lines);
+        for (size_t i = 0; i < own.n_lines; i++) {
+                fprintf(stderr, "  %s at %s:%" PRId64 "\n", own.lines[i].function,
+                        own.lines[i].file, own.lines[i].line);
+                CHECK(shared.lines[i].function == own.lines[i].function);
+                CHECK(shared.lines[i].file == own.lines[i].file);
+                CHECK(shared.lines[i].line == own.lines[i].line);
+        }
+}
+
+static void test_identical(struct address_space *space)
+{
+        void *getpid_address = dlsym(RTLD_DEFAULT, "getpid");
+
+        CHECK(shared_target_outer(3) != -1 && captured_pc);
+        check_same_as_own_module(space, (uintptr_t)&shared_target_plain);
+        check_same_as_own_module(space, captured_pc - 1);
+        check_same_as_own_module(space, (uintptr_t)getpid_address);
+        check_same_as_own_module(space, (uintptr_t)getpid_address + 3);
+}
+
+/* Two processes (us and a forked child) share each file's image: same
+ * libelf handle in both Dwfls, one reference per module record. */
+static void test_shared(struct symbolizer *s, pid_t child)
+{
+        struct address_space *a = address_space__new(s, getpid());
+        struct address_space *b = address_space__new(s, child);
+        uintptr_t libc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
+        struct elf_file *file;
+        Dwarf_Addr bias_a, bias_b;
+        Elf *ea, *eb;
+
+        CHECK(a && b);
+        file = file_at(a, libc);
+        CHECK(file && file == file_at(b, libc)); /* fork: same addresses */
+        CHECK(file->users == 2 && file->elf);
+        ea = dwfl_module_getelf(address_space__module_at(a, libc)->dwfl_module, &bias_a);
+        eb = dwfl_module_getelf(address_space__module_at(b, libc)->dwfl_module, &bias_b);
+        CHECK(ea == file->elf && eb == file->elf && bias_a == bias_b);
+        CHECK(bias_a == address_space__module_at(a, libc)->bias);
+        test_identical(a);
+        /* The child's lookups are the parent's cache hits, and its module
+         * never loaded DWARF of its own. */
+        test_identical(b);
+        address_space__free(a);
+        CHECK(file->users == 1 && file->elf && file->symbols);
+        address_space__free(b);
+        CHECK(file->users == 0 && !file->elf && !file->symbols);
+}
+
+/* How many module records of space hold a reference on file. */
+static unsigned int records_of(struct address_space *space, const struct elf_file *file)
+{
+        unsigned int n = 0;
+
+        for (size_t i = 0; i < space->n_modules; i++)
+                n += space->modules[i].file == file;
+        return n;
+}
+
+/* Refresh keeps one reference per record, and drops the image of a
+ * library no longer mapped.  (The test profiles itself, so its own mapping
+ * of a shared image can change a library's maps group; only the invariant
+ * "references == records" is exact here.) */
+static void test_refresh_release(struct symbolizer *s)
+{
+        struct address_space *space = address_space__new(s, getpid());
+        struct symbolized_pc pc;
+        struct elf_file *file;
+        void *handle, *fn;
+
+        CHECK(space);
+        handle = dlopen("libBrokenLocale.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!handle) {
+                fprintf(stderr, "skipping refresh test: %s\n", dlerror());
+                address_space__free(space);
+                return;
+        }
+        fn = dlsym(handle, "__ctype_get_mb_cur_max");
+        CHECK(fn && address_space__refresh(space) == 0);
+        file = file_at(space, (uintptr_t)fn);
+        CHECK(file && file->users == 1 && file->elf);
+        address_space__symbolize(space, (uintptr_t)fn, &pc);
+        CHECK(strcmp(pc.lines[0].function, "__ctype_get_mb_cur_max") == 0);
+        CHECK(file->symbols);
+        CHECK(address_space__refresh(space) == 0);
+        CHECK(file->users == records_of(space, file));
+        dlclose(handle);
+        CHECK(address_space__refresh(space) == 0);
+        CHECK(file->users == records_of(space, file));
+        if (address_space__module_at(space, (uintptr_t)fn))
+                fprintf(stderr, "skipping release check: dlclose did not unmap\n");
+        else
+                CHECK(file->users == 0 && !file->elf && !file->symbols);
+        test_identical(space); /* other files unaffected */
+        address_space__free(space);
+        CHECK(file->users == 0 && !file->elf && !file->symbols);
+}
+
+/* Churn: address spaces come and go; fds, mappings and references do not
+ * accumulate. */
+static void test_churn(struct symbolizer *s, pid_t child)
+{
+        size_t fds = count_entries("/proc/self/fd"), maps = count_lines("/proc/self/maps");
+        uintptr_t libc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
+        struct elf_file *file = NULL;
+        struct symbolized_pc pc;
+
+        for (int i = 0; i < 100; i++) {
+                struct address_space *space = address_space__new(s, i % 2 ? child : getpid());
+
+                CHECK(space);
+                address_space__symbolize(space, libc + (uintptr_t)(i % 7), &pc);
+                file = file_at(space, libc);
+                CHECK(file && file->users == 1);
+                address_space__free(space);
+                CHECK(file->users == 0 && !file->elf);
+        }
+        fprintf(stderr, "churn: fds %zu -> %zu, maps %zu -> %zu\n", fds,
+                count_entries("/proc/self/fd"), maps, count_lines("/proc/self/maps"));
+        CHECK(count_entries("/proc/self/fd") == fds);
+        CHECK(count_lines("/proc/self/maps") <= maps + 2); /* malloc arenas may grow */
+}
+
+int main(void)
+{
+        struct symbolizer *s = symbolizer__new();
+        pid_t child;
+        int status;
+
+        CHECK(s);
+        if (getenv("TEST_DEBUG"))
+                log_set_level(LOG_LEVEL_DEBUG);
+        child = fork();
+        CHECK(child >= 0);
+        if (child == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed CHECK exits the parent */
+                if (getppid() == 1)
+                        _exit(0);
+                pause();
+                _exit(0);
+        }
+        test_shared(s, child);
+        test_refresh_release(s);
+        test_churn(s, child);
+        kill(child, SIGKILL);
+        CHECK(waitpid(child, &status, 0) == child);
+        symbolizer__free(s);
+        fprintf(stderr, "shared_elf: ok\n");
+        return 0;
+}
