@@ -585,9 +585,14 @@ static void print_help(const struct command_spec *spec, bool bare)
         fputs(spec->help, stdout);
 }
 
+static const char *lookup_config(void *source, const char *name)
+{
+        return config_source__get(source, name);
+}
+
 /* Command-specific defaults and checks after the options. */
-static bool finish_command(struct profd_config *config, bool interval_given, char *error,
-                           size_t error_size)
+static bool finish_command(const struct config_source *source, struct profd_config *config,
+                           bool interval_given, char *error, size_t error_size)
 {
         switch (config->command) {
         case COMMAND_DUMP:
@@ -607,15 +612,18 @@ static bool finish_command(struct profd_config *config, bool interval_given, cha
                         snprintf(error, error_size, "--format needs --output FILE");
                         return false;
                 }
-                return export_config__resolve(&config->export, config->interval_ms, error,
-                                              error_size);
+                /* The export variables, like the others, from the environment
+                 * or (on reload) the --config file as it is now. */
+                return export_config__resolve_from(&config->export, config->interval_ms,
+                                                   lookup_config, (void *)source, error,
+                                                   error_size);
         }
         return true;
 }
 
 static enum cli_result parse_options(int argc, char **argv, const struct command_spec *spec,
-                                     bool bare, struct profd_config *config, char *error,
-                                     size_t error_size)
+                                     bool bare, const struct config_source *source,
+                                     struct profd_config *config, char *error, size_t error_size)
 {
         bool interval_given = false, rules_given[2] = {false, false};
         int opt;
@@ -664,8 +672,8 @@ static enum cli_result parse_options(int argc, char **argv, const struct command
                 snprintf(error, error_size, "no target: give --pid PID (see --help)");
                 return CLI_USAGE_ERROR;
         }
-        return finish_command(config, interval_given, error, error_size) ? CLI_RUN
-                                                                         : CLI_USAGE_ERROR;
+        return finish_command(source, config, interval_given, error, error_size) ? CLI_RUN
+                                                                                 : CLI_USAGE_ERROR;
 }
 
 const char *cli__config_path(int argc, char **argv)
@@ -706,5 +714,5 @@ enum cli_result cli__parse(int argc, char **argv, const struct config_source *so
                 return CLI_USAGE_ERROR;
         opterr = 0;
         optind = first;
-        return parse_options(argc, argv, spec, first == 1, config, error, error_size);
+        return parse_options(argc, argv, spec, first == 1, source, config, error, error_size);
 }

@@ -109,13 +109,17 @@ static int registry__init(struct registry *registry, const struct profd_config *
         registry->stop_fd = eventfd(0, EFD_CLOEXEC);
         registry->done_fd = eventfd(0, EFD_CLOEXEC);
         registry->symbolizer = symbolizer__new();
-        /* dump and top read stacks through their sink, not a profile. */
-        if (config->command == COMMAND_RECORD)
+        /* Only a run that writes --output builds a profile: dump and top
+         * read stacks through their sink, and a run that only exports (the
+         * daemon as the unit runs it) would otherwise keep every sample it
+         * ever took. */
+        bool build_profile = config->command == COMMAND_RECORD && config->output;
+        if (build_profile)
                 registry->builder = profile_builder__new(&options);
         registry->recorder.builder = registry->builder;
         registry->recorder.period_ms = config->interval_ms;
         if (registry->stop_fd < 0 || registry->done_fd < 0 || registry->reload_fd < 0 ||
-            !registry->symbolizer || (config->command == COMMAND_RECORD && !registry->builder))
+            !registry->symbolizer || (build_profile && !registry->builder))
                 return -ENOMEM;
         return 0;
 }
@@ -147,10 +151,48 @@ struct daemon_state {
         const struct config_file *startup_file;
         uint64_t watchdog_usec;
         uint64_t last_heartbeat;
+        struct export_config export; /* as in effect now (reloads included) */
 };
 
+/* SIGHUP and export: the collector connection (endpoint, TLS, CA file,
+ * headers, timeout) switches at once without losing queued records
+ * (exporter__reconfigure); turning export on or off, its memory budget
+ * and its flush interval are fixed at start, so a change to those is
+ * reported in one line and otherwise ignored. */
+static void reload_export(struct registry *registry, struct daemon_state *daemon,
+                          const struct export_config *wanted)
+{
+        struct export_config *now = &daemon->export;
+        char restart[160] = "", error[512];
+
+        if (wanted->enabled != now->enabled)
+                snprintf(restart, sizeof(restart), "%s",
+                         wanted->enabled ? "export on" : "export off");
+        else if (wanted->enabled && wanted->memory_mb != now->memory_mb)
+                snprintf(restart, sizeof(restart), "--export-memory-mb");
+        else if (wanted->enabled && wanted->flush_interval_ms != now->flush_interval_ms)
+                snprintf(restart, sizeof(restart), "flush interval (%lld ms)",
+                         (long long)wanted->flush_interval_ms);
+        if (restart[0])
+                log_warning("reload: %s needs a restart; keeping %s", restart,
+                            now->enabled ? "the export settings in effect" : "export off");
+        if (!registry->exporter || !wanted->enabled || export_config__same_connection(wanted, now))
+                return;
+        if (exporter__reconfigure(registry->exporter, wanted, error, sizeof(error)) < 0) {
+                log_warning("reload: export: %s; still sending to %s", error, now->endpoint);
+                return;
+        }
+        snprintf(now->endpoint, sizeof(now->endpoint), "%s", wanted->endpoint);
+        snprintf(now->target, sizeof(now->target), "%s", wanted->target);
+        snprintf(now->ca_file, sizeof(now->ca_file), "%s", wanted->ca_file);
+        now->tls = wanted->tls;
+        now->timeout_ms = wanted->timeout_ms;
+        now->n_headers = wanted->n_headers;
+        memcpy(now->headers, wanted->headers, sizeof(now->headers));
+}
+
 /* SIGHUP: re-read the config file and argv; queue what may change. */
-static void reload(struct registry *registry, const struct daemon_state *daemon)
+static void reload(struct registry *registry, struct daemon_state *daemon)
 {
         _cleanup_free_ struct profd_config *config = malloc(sizeof(*config));
         struct config_file current = {0};
@@ -172,6 +214,7 @@ static void reload(struct registry *registry, const struct daemon_state *daemon)
                 return;
         }
         config_file__release(&current);
+        reload_export(registry, daemon, &config->export);
         pthread_mutex_lock(&registry->reload_lock);
         registry->reload = (struct watch_settings){
             .interval_ms = config->interval_ms,
@@ -483,6 +526,7 @@ int main(int argc, char **argv)
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }
+        daemon.export = config.export;
         if (start_exporter(&registry) < 0) {
                 registry__release(&registry);
                 return EXIT_RUNTIME;

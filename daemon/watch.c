@@ -19,10 +19,15 @@
  *
  * Exits: the leader's exit status marks the target gone; it is flushed to
  * the exporter, its per-process caches are freed and it leaves the set on
- * the next pass, so memory and descriptors do not grow with churn. */
+ * the next pass, so memory and descriptors do not grow with churn.  After
+ * targets were freed, free heap pages go back to the kernel (malloc_trim,
+ * at most once per TRIM_PERIOD_NS): otherwise the high-water mark of a
+ * burst of live targets (several MiB each) stays in RSS for good, as holes
+ * that fragmentation keeps below the top of the heap. */
 #include "daemon/watch.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +39,8 @@
 #include "export/exporter.h"
 #include "export/otlp_target.h"
 #include "util/log.h"
+
+#define TRIM_PERIOD_NS (1000ull * 1000 * 1000)
 
 struct watch *watch__new(void)
 {
@@ -212,7 +219,17 @@ static void reap(struct registry *registry)
                 drop_owner(registry, target);
                 target__free(target);
                 set->targets[i] = set->targets[--set->n_targets];
+                registry->watch->freed_since_trim++;
         }
+}
+
+static void trim_heap(struct watch *watch, uint64_t now_ns)
+{
+        if (!watch->freed_since_trim || now_ns - watch->last_trim_ns < TRIM_PERIOD_NS)
+                return;
+        (void)malloc_trim(0);
+        watch->freed_since_trim = 0;
+        watch->last_trim_ns = now_ns;
 }
 
 static void prepare_new(struct registry *registry)
@@ -289,6 +306,7 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable)
         if (readable)
                 discovery__read_netlink(&watch->discovery);
         reap(registry);
+        trim_heap(watch, now_ns);
         discovery__pass(&watch->discovery, now_ns, examine, registry);
         prepare_new(registry);
         release_step(registry);

@@ -13,6 +13,7 @@ struct watch {
         uint64_t next_health_ns;
         uint64_t health_samples, health_skipped; /* at the last health line */
         uint64_t attached, released, exited, forks;
+        uint64_t freed_since_trim, last_trim_ns; /* heap trimming after exits */
 };
 
 struct watch *watch__new(void);

@@ -199,30 +199,39 @@ static bool add_header(void *arg, const char *key, const char *value)
         return true;
 }
 
-static const char *env_nonempty(const char *name)
+/* Where the variables are read: the environment unless
+ * export_config__resolve_from() names another source. */
+struct lookup {
+        export_lookup_fn fn;
+        void *arg;
+};
+
+static const char *env_nonempty(const struct lookup *env, const char *name)
 {
-        const char *value = getenv(name);
+        const char *value = env->fn ? env->fn(env->arg, name) : getenv(name);
 
         return value && *value ? value : NULL;
 }
 
 /* The first non-empty of two variables, and its name. */
-static const char *env_either(const char *specific, const char *general, const char **name)
+static const char *env_either(const struct lookup *env, const char *specific, const char *general,
+                              const char **name)
 {
-        const char *value = env_nonempty(specific);
+        const char *value = env_nonempty(env, specific);
 
         *name = specific;
         if (value)
                 return value;
         *name = general;
-        return env_nonempty(general);
+        return env_nonempty(env, general);
 }
 
-static bool resolve_headers(struct export_config *config, char *error, size_t error_size)
+static bool resolve_headers(const struct lookup *env, struct export_config *config, char *error,
+                            size_t error_size)
 {
-        const char *name, *text = env_either("OTEL_EXPORTER_OTLP_LOGS_HEADERS",
+        const char *name, *text = env_either(env, "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
                                              "OTEL_EXPORTER_OTLP_HEADERS", &name);
-        const char *token = env_nonempty("SPLUNK_ACCESS_TOKEN");
+        const char *token = env_nonempty(env, "SPLUNK_ACCESS_TOKEN");
         char why[256] = "malformed 'key=value,...' list";
         struct header_parse parse = {config, why, sizeof(why)};
 
@@ -238,9 +247,10 @@ static bool resolve_headers(struct export_config *config, char *error, size_t er
         return true;
 }
 
-static bool resolve_timeout(struct export_config *config, char *error, size_t error_size)
+static bool resolve_timeout(const struct lookup *env, struct export_config *config, char *error,
+                            size_t error_size)
 {
-        const char *name, *text = env_either("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
+        const char *name, *text = env_either(env, "OTEL_EXPORTER_OTLP_LOGS_TIMEOUT",
                                              "OTEL_EXPORTER_OTLP_TIMEOUT", &name);
         char *end;
         long long value;
@@ -259,9 +269,10 @@ static bool resolve_timeout(struct export_config *config, char *error, size_t er
         return true;
 }
 
-static bool resolve_ca(struct export_config *config, char *error, size_t error_size)
+static bool resolve_ca(const struct lookup *env, struct export_config *config, char *error,
+                       size_t error_size)
 {
-        const char *name, *path = env_either("OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE",
+        const char *name, *path = env_either(env, "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE",
                                              "OTEL_EXPORTER_OTLP_CERTIFICATE", &name);
 
         config->ca_file[0] = '\0';
@@ -277,11 +288,11 @@ static bool resolve_ca(struct export_config *config, char *error, size_t error_s
 }
 
 /* SPLUNK_PROFILER_ENABLED: 1 true, 0 false, -1 unset; -2 invalid. */
-static int env_enabled(void)
+static int env_enabled(const struct lookup *env)
 {
         static const char *const yes[] = {"true", "1", "yes", "on"};
         static const char *const no[] = {"false", "0", "no", "off"};
-        const char *text = env_nonempty("SPLUNK_PROFILER_ENABLED");
+        const char *text = env_nonempty(env, "SPLUNK_PROFILER_ENABLED");
 
         if (!text)
                 return -1;
@@ -296,15 +307,16 @@ static int env_enabled(void)
 
 /* Decides on/off and the endpoint; validates the SPLUNK_* variables even
  * when a flag overrides them, so a typo never goes unnoticed. */
-static bool resolve_destination(struct export_config *config, char *error, size_t error_size)
+static bool resolve_destination(const struct lookup *env, struct export_config *config, char *error,
+                                size_t error_size)
 {
-        const char *env_endpoint = env_nonempty("SPLUNK_PROFILER_LOGS_ENDPOINT");
-        int enabled = env_enabled();
+        const char *env_endpoint = env_nonempty(env, "SPLUNK_PROFILER_LOGS_ENDPOINT");
+        int enabled = env_enabled(env);
         char why[400];
 
         if (enabled == -2)
                 return fail(error, error_size, "SPLUNK_PROFILER_ENABLED=%.32s: not true or false",
-                            getenv("SPLUNK_PROFILER_ENABLED"));
+                            env_nonempty(env, "SPLUNK_PROFILER_ENABLED"));
         if (env_endpoint && !export_config__parse_endpoint(config, env_endpoint, why, sizeof(why)))
                 return fail(error, error_size, "SPLUNK_PROFILER_LOGS_ENDPOINT: %s", why);
         if (config->endpoint_flag && config->no_export_flag)
@@ -324,10 +336,10 @@ static bool resolve_destination(struct export_config *config, char *error, size_
         return true;
 }
 
-bool export_config__resolve(struct export_config *config, int64_t interval_ms, char *error,
-                            size_t error_size)
+static bool resolve(const struct lookup *env, struct export_config *config, int64_t interval_ms,
+                    char *error, size_t error_size)
 {
-        if (!resolve_destination(config, error, error_size))
+        if (!resolve_destination(env, config, error, error_size))
                 return false;
         if (config->flush_interval_ms == 0)
                 config->flush_interval_ms = interval_ms > MIN_FLUSH_MS ? interval_ms : MIN_FLUSH_MS;
@@ -335,6 +347,33 @@ bool export_config__resolve(struct export_config *config, int64_t interval_ms, c
                 config->memory_mb = EXPORT_DEFAULT_MEMORY_MB;
         if (!config->enabled)
                 return true;
-        return resolve_headers(config, error, error_size) &&
-               resolve_timeout(config, error, error_size) && resolve_ca(config, error, error_size);
+        return resolve_headers(env, config, error, error_size) &&
+               resolve_timeout(env, config, error, error_size) &&
+               resolve_ca(env, config, error, error_size);
+}
+
+bool export_config__resolve(struct export_config *config, int64_t interval_ms, char *error,
+                            size_t error_size)
+{
+        return export_config__resolve_from(config, interval_ms, NULL, NULL, error, error_size);
+}
+
+bool export_config__resolve_from(struct export_config *config, int64_t interval_ms,
+                                 export_lookup_fn lookup, void *arg, char *error, size_t error_size)
+{
+        struct lookup env = {lookup, arg};
+
+        return resolve(&env, config, interval_ms, error, error_size);
+}
+
+bool export_config__same_connection(const struct export_config *a, const struct export_config *b)
+{
+        if (strcmp(a->endpoint, b->endpoint) != 0 || strcmp(a->ca_file, b->ca_file) != 0 ||
+            a->timeout_ms != b->timeout_ms || a->n_headers != b->n_headers)
+                return false;
+        for (size_t i = 0; i < a->n_headers; i++)
+                if (strcmp(a->headers[i].key, b->headers[i].key) != 0 ||
+                    strcmp(a->headers[i].value, b->headers[i].value) != 0)
+                        return false;
+        return true;
 }

@@ -59,6 +59,18 @@ bool export_config__parse_endpoint(struct export_config *config, const char *url
 bool export_config__resolve(struct export_config *config, int64_t interval_ms, char *error,
                             size_t error_size);
 
+/* The same, reading the variables through `lookup` instead of getenv (the
+ * daemon's --config file on reload: daemon/config_file.h).  NULL: getenv. */
+typedef const char *(*export_lookup_fn)(void *arg, const char *name);
+bool export_config__resolve_from(struct export_config *config, int64_t interval_ms,
+                                 export_lookup_fn lookup, void *arg, char *error,
+                                 size_t error_size);
+
+/* Whether two resolved configs talk to the collector the same way:
+ * endpoint (so TLS), CA file, timeout and headers.  What a running
+ * exporter can switch without a restart (exporter__reconfigure). */
+bool export_config__same_connection(const struct export_config *a, const struct export_config *b);
+
 /* Decodes a W3C-baggage-style "k1=v1,k2=v2" list (OTEL_RESOURCE_ATTRIBUTES,
  * OTEL_EXPORTER_OTLP_HEADERS): entries split on ',', key and value trimmed
  * and percent-decoded.  Calls `each` per entry; returns false (and stops)

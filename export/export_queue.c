@@ -151,15 +151,24 @@ void export_queue__stop(struct export_queue *queue)
         pthread_mutex_unlock(&queue->lock);
 }
 
+void export_queue__wake(struct export_queue *queue)
+{
+        pthread_mutex_lock(&queue->lock);
+        queue->woken = true;
+        pthread_cond_broadcast(&queue->wake);
+        pthread_mutex_unlock(&queue->lock);
+}
+
 bool export_queue__sleep(struct export_queue *queue, uint64_t deadline_ns)
 {
         struct timespec until = to_timespec(deadline_ns);
         bool stopped;
 
         pthread_mutex_lock(&queue->lock);
-        while (!queue->stopping)
+        while (!queue->stopping && !queue->woken)
                 if (pthread_cond_timedwait(&queue->wake, &queue->lock, &until) == ETIMEDOUT)
                         break;
+        queue->woken = false;
         stopped = queue->stopping;
         pthread_mutex_unlock(&queue->lock);
         return stopped;

@@ -21,6 +21,7 @@ struct export_queue {
         size_t n_entries, bytes, budget, peak_bytes;
         uint64_t pushed, dropped, dropped_samples;
         bool stopping;
+        bool woken; /* export_queue__wake, not yet seen by a sleep */
 };
 
 int export_queue__init(struct export_queue *queue, size_t budget_bytes);
@@ -44,7 +45,11 @@ struct export_entry *export_queue__take(struct export_queue *queue, size_t max_b
 /* Wakes a waiting take() and makes later ones return at once when empty. */
 void export_queue__stop(struct export_queue *queue);
 
-/* Sleeps until `deadline_ns` (CLOCK_MONOTONIC) or stop.  True if stopped. */
+/* Ends the current (or the next) export_queue__sleep early. */
+void export_queue__wake(struct export_queue *queue);
+
+/* Sleeps until `deadline_ns` (CLOCK_MONOTONIC), stop or a wake.  True if
+ * stopped. */
 bool export_queue__sleep(struct export_queue *queue, uint64_t deadline_ns);
 
 /* A consistent copy of the counters. */

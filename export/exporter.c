@@ -11,6 +11,10 @@
  * A collector that keeps failing is reported once, then at most once a
  * minute with a count, so journald is not flooded.
  *
+ * Reconfiguring (SIGHUP): the new client waits in `pending` until the
+ * thread is between two requests (at the top of the loop, or woken from a
+ * backoff sleep), then replaces the old one; the queue is not touched.
+ *
  * Memory: the queue holds at most budget - MAX_REQUEST_BYTES, and at most
  * one batch of MAX_REQUEST_BYTES (plus its encoding) is out of the queue
  * at a time, so the total stays within the configured budget. */
@@ -50,6 +54,10 @@ struct exporter {
         int64_t backoff_ms;
         uint64_t last_error_log_ns, errors_since_log, last_drop_log_ns, drops_logged;
         struct exporter_stats stats; /* exporter thread; read after join */
+        /* exporter__reconfigure -> exporter thread, under pending_lock */
+        pthread_mutex_t pending_lock;
+        struct otlp_grpc *pending_client;
+        struct export_config pending_config;
 };
 
 struct exporter *exporter__new(const struct export_config *config, char *error, size_t error_size)
@@ -62,6 +70,7 @@ struct exporter *exporter__new(const struct export_config *config, char *error, 
                 return NULL;
         }
         exporter->config = *config;
+        pthread_mutex_init(&exporter->pending_lock, NULL);
         exporter->seed = (unsigned int)clock__ns(CLOCK_MONOTONIC);
         exporter->backoff_ms = BACKOFF_INITIAL_MS;
         if (export_queue__init(&exporter->queue, budget - IN_FLIGHT_RESERVE) < 0) {
@@ -125,6 +134,57 @@ static size_t count_list(const struct export_entry *list, uint64_t *samples)
         for (; list; list = list->next, n++)
                 *samples += list->n_samples;
         return n;
+}
+
+int exporter__reconfigure(struct exporter *exporter, const struct export_config *config,
+                          char *error, size_t error_size)
+{
+        struct otlp_grpc *client = otlp_grpc__new(config, error, error_size), *unused;
+
+        if (!client)
+                return -1;
+        pthread_mutex_lock(&exporter->pending_lock);
+        unused = exporter->pending_client; /* a reload not taken yet: superseded */
+        exporter->pending_client = client;
+        exporter->pending_config = *config;
+        pthread_mutex_unlock(&exporter->pending_lock);
+        otlp_grpc__free(unused);
+        export_queue__wake(&exporter->queue); /* out of a backoff sleep */
+        return 0;
+}
+
+/* Exporter thread, between requests: takes a pending connection. */
+static void take_pending(struct exporter *exporter)
+{
+        struct otlp_grpc *old;
+
+        pthread_mutex_lock(&exporter->pending_lock);
+        if (!exporter->pending_client) {
+                pthread_mutex_unlock(&exporter->pending_lock);
+                return;
+        }
+        old = exporter->client;
+        exporter->client = exporter->pending_client;
+        exporter->pending_client = NULL;
+        /* Only the connection changes; budget and flush interval stay. */
+        snprintf(exporter->config.endpoint, sizeof(exporter->config.endpoint), "%s",
+                 exporter->pending_config.endpoint);
+        snprintf(exporter->config.target, sizeof(exporter->config.target), "%s",
+                 exporter->pending_config.target);
+        snprintf(exporter->config.ca_file, sizeof(exporter->config.ca_file), "%s",
+                 exporter->pending_config.ca_file);
+        exporter->config.tls = exporter->pending_config.tls;
+        exporter->config.timeout_ms = exporter->pending_config.timeout_ms;
+        exporter->config.n_headers = exporter->pending_config.n_headers;
+        memcpy(exporter->config.headers, exporter->pending_config.headers,
+               sizeof(exporter->config.headers));
+        pthread_mutex_unlock(&exporter->pending_lock);
+        otlp_grpc__free(old);
+        exporter->backoff_ms = BACKOFF_INITIAL_MS;
+        exporter->last_error_log_ns = 0;
+        exporter->errors_since_log = 0;
+        log_notice("export: now sending to %s (%s, %zu headers)", exporter->config.endpoint,
+                   exporter->config.tls ? "TLS" : "plaintext", exporter->config.n_headers);
 }
 
 static bool stopping_past_deadline(struct exporter *exporter)
@@ -220,6 +280,7 @@ static void *exporter__main(void *arg)
                 struct export_entry *list = export_queue__take(
                     &exporter->queue, MAX_REQUEST_BYTES, clock__ns(CLOCK_MONOTONIC) + IDLE_WAKE_NS);
                 log_drops(exporter, false);
+                take_pending(exporter);
                 if (!list) {
                         if (__atomic_load_n(&exporter->stop_deadline, __ATOMIC_ACQUIRE))
                                 break;
@@ -282,6 +343,8 @@ void exporter__free(struct exporter *exporter)
                 return;
         exporter__stop(exporter, 0);
         otlp_grpc__free(exporter->client);
+        otlp_grpc__free(exporter->pending_client);
+        pthread_mutex_destroy(&exporter->pending_lock);
         export_queue__release(&exporter->queue);
         free(exporter);
 }

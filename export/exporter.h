@@ -28,6 +28,16 @@ struct exporter *exporter__new(const struct export_config *config, char *error, 
 int exporter__start(struct exporter *exporter);
 /* Queues a record (ownership passes); drops the oldest when over budget. */
 void exporter__submit(struct exporter *exporter, struct export_entry *entry);
+/* Switches to another collector connection (export_config__same_connection:
+ * endpoint, TLS, CA file, headers, timeout) without a restart.  The new
+ * channel is made here, on the caller's thread; the exporter thread takes
+ * it between two requests.  Queued records are kept and go to the new
+ * collector; a request already in flight finishes (or times out) against
+ * the old one, and is retried against the new one if it failed.  The
+ * queue's budget and on/off stay as started.  0, or -1 with `error` set
+ * (the old connection then stays). */
+int exporter__reconfigure(struct exporter *exporter, const struct export_config *config,
+                          char *error, size_t error_size);
 /* Asks the thread to send what is queued within `deadline_ms`, then joins
  * it.  Whatever is still unsent after that is counted and discarded. */
 void exporter__stop(struct exporter *exporter, int64_t deadline_ms);

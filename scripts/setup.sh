@@ -43,6 +43,11 @@ python3 -c 'import websocket' 2>/dev/null ||
   python3 -m pip install -q websocket-client 2>/dev/null ||
   python3 -m pip install -q --break-system-packages websocket-client
 
+# The pre-fork server test (tests/test_watch_gunicorn.py): gunicorn from PyPI.
+python3 -c 'import gunicorn' 2>/dev/null ||
+  python3 -m pip install -q gunicorn 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages gunicorn
+
 # Span-correlation tests (tests/test_context.py): the real OpenTelemetry API
 # and SDK, opentelemetry-instrument (from opentelemetry-distro), and wheel
 # so that context/python installs with --no-build-isolation (no network).

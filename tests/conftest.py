@@ -529,3 +529,14 @@ def python_source_lines(path):
     """{name: line} of the `# LINE:name` markers of a Python target."""
     lines = Path(path).read_text().splitlines()
     return {m.group(1): n for n, text in enumerate(lines, 1) for m in re.finditer(r"# LINE:(\w+)", text)}
+
+
+# -------------------------------------------------------------- markers
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "soak: minutes-long daemon soak test (tests/test_watch_soak.py); runs against the normal "
+        "build only, skipped for ASan builds; `-m 'not soak'` leaves it out",
+    )

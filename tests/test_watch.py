@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, PROFD, REPO, proc_status
+from conftest import BUILD, PROFD, REPO, parse_summary, proc_status
 
 BUSY = "import time\nt=time.time()\nwhile time.time()-t<{secs}: pass\n"
 
@@ -66,13 +66,15 @@ class Watch:
         env.update(extra)
         return env
 
-    def start_daemon(self, *args, env=None, interval=50):
-        self.output = self.tmp_path / "watch.pb.gz"
+    def start_daemon(self, *args, env=None, interval=50, output=True):
+        """output=False: no --output (the unit's way: nothing accumulates)."""
+        self.output = self.tmp_path / "watch.pb.gz" if output else None
         self.stderr = open(self.tmp_path / "daemon.err", "w+")
-        daemon_env = {k: v for k, v in os.environ.items() if not k.startswith("SPLUNK_PROFILER")}
+        daemon_env = {k: v for k, v in os.environ.items() if not k.startswith(("SPLUNK_PROFILER", "OTEL_"))}
         daemon_env.update(env or {})
-        argv = [str(PROFD), "--watch", "--deny", f"!env:PROFD_WATCH_TEST={self.token}",
-                "--output", str(self.output), "-v", *map(str, args)]
+        argv = [str(PROFD), "--watch", "--deny", f"!env:PROFD_WATCH_TEST={self.token}", "-v", *map(str, args)]
+        if output:
+            argv += ["--output", str(self.output)]
         if interval:
             argv += ["--interval", str(interval)]
         self.daemon = subprocess.Popen(argv, stderr=self.stderr, env=daemon_env)
@@ -93,7 +95,7 @@ class Watch:
         self.daemon.send_signal(signal.SIGTERM)
         assert self.daemon.wait(timeout=30) == 0, self.log()
         assert "runtime error" not in self.log() and "Sanitizer" not in self.log(), self.log()
-        return self.read_profile(self.output)
+        return self.read_profile(self.output) if self.output else None
 
     def cleanup(self):
         for proc in self.procs:
@@ -224,6 +226,58 @@ def test_sighup_changes_interval_keeps_targets_sigterm_releases(watch, tmp_path)
     for p in (idle, busy):
         assert no_thread_traced_or_stopped(p.pid)
         assert p.poll() is None
+
+
+def test_sighup_switches_export_collector_without_losing_queued_records(watch, tmp_path):
+    """SIGHUP re-reads the export connection (endpoint, headers) from the
+    --config file: records queued while the first collector was down go to
+    the second one; export on/off needs a restart and says so."""
+    from otlp_receiver import Receiver
+
+    first, second = Receiver().start(), Receiver().start()
+    try:
+        config = tmp_path / "profd.env"
+        config.write_text(f"SPLUNK_PROFILER_LOGS_ENDPOINT={first.endpoint}\n"
+                          "OTEL_EXPORTER_OTLP_HEADERS=x-profd-test=one\n")
+        daemon = watch.start_daemon("--config", config, output=False)
+        busy = watch.spawn(BUSY.format(secs=60))
+        wait_for(lambda: traced_by(busy.pid, daemon), 5, "the target traced")
+        mine = lambda records: [r for res, _, r in records if res.get("process.pid") == busy.pid]  # noqa: E731
+        assert mine(first.wait_records(lambda rs: len(mine(rs)) >= 2, timeout=10)), watch.log()
+        assert {m.get("x-profd-test") for m in first.metadata} == {"one"}
+        first.stop()  # the collector goes away: records queue up and are retried
+        down = time.time_ns()
+        time.sleep(3.0)
+        config.write_text(f"SPLUNK_PROFILER_LOGS_ENDPOINT={second.endpoint}\n"
+                          "OTEL_EXPORTER_OTLP_HEADERS=x-profd-test=two\n")
+        hup = time.time_ns()
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: f"export: now sending to {second.endpoint}" in watch.log(), 10, "the switch")
+        # The records made while no collector answered arrive at the new one.
+        records = mine(second.wait_records(
+            lambda rs: any(r.time_unix_nano > hup for r in mine(rs)) and
+            any(r.time_unix_nano < hup - 1_000_000_000 for r in mine(rs)), timeout=15))
+        assert any(down < r.time_unix_nano < hup - 1_000_000_000 for r in records), (
+            sorted(r.time_unix_nano for r in records), down, hup, watch.log()[-2000:])
+        assert {m.get("x-profd-test") for m in second.metadata} == {"two"}
+
+        # Turning export off is a restart: one line, export goes on.
+        config.write_text(f"SPLUNK_PROFILER_LOGS_ENDPOINT={second.endpoint}\n"
+                          "OTEL_EXPORTER_OTLP_HEADERS=x-profd-test=two\nSPLUNK_PROFILER_ENABLED=false\n")
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reload: export off needs a restart" in watch.log(), 5, "the restart line")
+        count = len(mine(second.records()))
+        second.wait_records(lambda rs: len(mine(rs)) >= count + 2, timeout=10)
+        assert len(mine(second.records())) >= count + 2, watch.log()[-2000:]
+        watch.stop()
+        # Nothing lost: every record made was sent, and one of the two got it.
+        summary = parse_summary(watch.log())
+        assert summary["export_dropped"] == summary["export_failed"] == summary["export_unsent"] == 0, summary
+        assert len(first.records()) + len(second.records()) >= summary["export_records"] > 0, summary
+        assert no_thread_traced_or_stopped(busy.pid)
+    finally:
+        first.stop()
+        second.stop()
 
 
 UNIT = REPO / "systemd" / "splunk-profd.service.in"

@@ -1,0 +1,247 @@
+"""Daemon mode under churn (issue 6): 10 short-lived labelled processes a
+second for several minutes; the daemon's RSS and descriptor count stay
+flat, and no process is left stopped or traced.
+
+The daemon runs the way the unit runs it (no --output, so nothing is meant
+to accumulate) and exports to a real OTLP receiver, so the per-process
+export records are made and freed too.
+
+Length: SPLUNK_PROFD_SOAK_SECONDS (default 180, the CI run; at least 120).
+The churn runs at 10 a second in 15-s phases; between two, a pause of 2.5
+to 5 s in which the daemon's RSS and fds are read with no short-lived
+target alive (about 7 processes a second on average).  Two long-lived
+labelled processes run throughout: a Python one that forks half of the
+churn, and a shell.
+Normal build only: AddressSanitizer's quarantine holds freed memory back
+on purpose, so an ASan daemon's RSS grows by design and says nothing about
+leaks (ASan's own leak check covers that build)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import PROFD, proc_status  # noqa: E402
+from otlp_receiver import Receiver  # noqa: E402
+from test_watch import Watch, traced_by, wait_for  # noqa: E402
+
+SOAK_SECONDS = max(120, int(os.environ.get("SPLUNK_PROFD_SOAK_SECONDS", "180")))
+SPAWN_PER_SECOND = 10
+# Measuring: the churn runs in phases of PHASE_SECONDS; after each, the
+# test waits until its workers are gone and the daemon has dropped them
+# (QUIET_SETTLE; the daemon returns free heap pages within 1 s of an exit),
+# then reads the daemon's /proc/PID/status and /proc/PID/fd.  These quiet
+# points have no short-lived target, so they show what stays behind; under
+# churn the live targets' own state swings RSS by tens of MiB.
+PHASE_SECONDS = 15
+QUIET_SETTLE = 2.0
+# The first minute fills the caches shared by all processes (symbols and
+# lines by build-id, parsed DWARF, interned strings); they grow more slowly
+# after it, and are bounded.
+WARM_UP_SECONDS = 60
+# Bounds on the slopes over the quiet points after warm-up: least squares
+# for descriptors (their count does not move at all without a leak), and
+# Theil-Sen for RssAnon, whose quiet points still step up by a MiB or more
+# now and then as the shared caches fill (a table doubling, more DWARF
+# parsed).  The RssAnon slope is divided by the rate of processes started
+# (about 7 a second with the pauses).  A leak of one descriptor per 150
+# processes (0.05 fd/s) or of 5 KiB per process fails.  The runs this was
+# set on measured 0.6 to 2.2 KiB per process: bounded caches filling, and
+# an estimated 0.5 KiB that symbolize/mapping_pool.c keeps for good (it
+# interns each process's executable mappings by address and never evicts
+# them; known, not fixed yet).  A longer soak (SPLUNK_PROFD_SOAK_SECONDS)
+# resolves smaller leaks.  RssAnon is bounded, not VmRSS: the file-backed
+# part is the mapped ELF files the symbolizer reads, a cache bounded by
+# their size (VmRSS and its slope are printed).
+MAX_FD_SLOPE = 0.05  # descriptors per second
+MAX_ANON_KIB_PER_PROCESS = 5.0
+
+
+def _is_asan(binary):
+    if "asan" in str(binary).lower():
+        return True
+    try:
+        deps = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "libasan" in deps
+
+
+pytestmark = [
+    pytest.mark.soak,
+    pytest.mark.skipif(_is_asan(PROFD), reason="soak test measures RSS: normal build only "
+                       "(ASan's quarantine grows RSS by design); CI runs it against build/"),
+]
+
+# The churn, per 10 processes: 5 forked by a long-lived labelled Python
+# process (the pre-fork pattern: fork following, per-process Python state)
+# and 5 shell loops found at exec (discovery, attach); each runs 0.2-0.3 s.
+# No fresh interpreters: their start-up runs a lot of code once, and
+# sampling it fills the symbol caches shared by build-id (parsed DWARF of
+# libc and libpython, lines) in steps of several MiB for many minutes:
+# bounded, but in a 3-minute window it hides any slope.  Fresh Python
+# processes are covered by tests/test_watch.py and the gunicorn test.
+ZYGOTE = """
+import os, signal, sys, time, threading
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reap themselves
+threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+def spin(s):
+    t = time.time()
+    while time.time() - t < s: pass
+print("ready", flush=True)
+for line in sys.stdin:
+    if os.fork() == 0:
+        spin(0.3); os._exit(0)
+"""
+SHELL_LOOP = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"
+
+
+def slope(points):
+    """Least-squares slope of [(t, y)]."""
+    n = len(points)
+    mt = sum(t for t, _ in points) / n
+    my = sum(y for _, y in points) / n
+    num = sum((t - mt) * (y - my) for t, y in points)
+    den = sum((t - mt) ** 2 for t, _ in points)
+    return num / den
+
+
+def robust_slope(points):
+    """Theil-Sen slope of [(t, y)]: the median of the pairwise slopes, which
+    one cache emptied or refilled between two quiet points cannot swing."""
+    pairs = sorted((y2 - y1) / (t2 - t1) for i, (t1, y1) in enumerate(points) for t2, y2 in points[i + 1:])
+    mid = len(pairs) // 2
+    return pairs[mid] if len(pairs) % 2 else (pairs[mid - 1] + pairs[mid]) / 2
+
+
+def daemon_usage(pid):
+    """(VmRSS, RssAnon, RssFile) in KiB and the number of open descriptors."""
+    status = proc_status(pid)
+    kib = lambda key: int(status[key].split()[0])  # noqa: E731
+    return (kib("VmRSS"), kib("RssAnon"), kib("RssFile")), len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def processes_with_token(token):
+    """pids of live processes whose environment carries this test's token."""
+    needle = f"PROFD_WATCH_TEST={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found
+
+
+def assert_nothing_stopped_or_traced(token, exclude=()):
+    bad = {}
+    for pid in set(processes_with_token(token)) - set(exclude):
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            status = proc_status(f"{pid}/task/{task.name}")
+            if status and (int(status["TracerPid"]) or status["State"][0] in "tT"):
+                bad[f"{pid}/{task.name}"] = (status["State"], status["TracerPid"])
+    assert not bad, f"left stopped or traced: {bad}"
+
+
+@pytest.fixture
+def watch(tmp_path, read_profile):
+    w = Watch(tmp_path, read_profile)
+    yield w
+    w.cleanup()
+
+
+def test_churn_rss_and_fds_flat_nothing_left_traced(watch):
+    with Receiver() as receiver:
+        daemon = watch.start_daemon("--endpoint", receiver.endpoint, "--health-interval", "10",
+                                    interval=20, output=False)
+        # The long-lived processes also keep the per-binary state shared by
+        # build-id (held while some process maps the file) loaded, so the
+        # quiet points compare like with like, as on a host that runs
+        # services next to the churn.
+        zygote = subprocess.Popen([sys.executable, "-S", "-c", ZYGOTE], env=watch.env(),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        watch.procs.append(zygote)
+        assert zygote.stdout.readline() == "ready\n"
+        # And a long-lived shell, for the shell loops' binaries.
+        shell = subprocess.Popen(["sh", "-c", "read x"], env=watch.env(), stdin=subprocess.PIPE)
+        watch.procs.append(shell)
+        long_lived = {zygote.pid, shell.pid}
+        wait_for(lambda: all(traced_by(p, daemon) for p in long_lived), 5, "the long-lived processes traced")
+        children = []
+        samples = []  # (t, vmrss, rss_anon, rss_file, fds) at the quiet points
+        peak_rss = peak_fds = 0
+        spawned = 0
+        start = time.monotonic()
+        try:
+            while time.monotonic() - start < SOAK_SECONDS:
+                # Active phase: SPAWN_PER_SECOND a second, evenly spread.
+                phase = time.monotonic()
+                n = 0
+                while (elapsed := time.monotonic() - phase) < PHASE_SECONDS:
+                    while n < elapsed * SPAWN_PER_SECOND:
+                        if spawned % 2:
+                            zygote.stdin.write("fork\n")
+                            zygote.stdin.flush()
+                        else:
+                            children.append(subprocess.Popen(["sh", "-c", SHELL_LOOP], env=watch.env()))
+                        spawned += 1
+                        n += 1
+                    children = [c for c in children if c.poll() is None]
+                    rss, fds = daemon_usage(daemon.pid)
+                    peak_rss, peak_fds = max(peak_rss, rss[0]), max(peak_fds, fds)
+                    time.sleep(0.02)
+                # Quiet point: every worker gone; the long-lived process is the
+                # only target.
+                for c in children:
+                    c.wait(timeout=30)
+                children = []
+                wait_for(lambda: set(processes_with_token(watch.token)) == long_lived, 30,
+                         "the short-lived processes gone")
+                time.sleep(QUIET_SETTLE)
+                assert daemon.poll() is None, watch.log()[-4000:]
+                rss, fds = daemon_usage(daemon.pid)
+                samples.append((time.monotonic() - start, *rss, fds))
+            assert_nothing_stopped_or_traced(watch.token, exclude=long_lived)
+            health = [line for line in watch.log().splitlines() if "health:" in line]
+            watch.stop()
+            assert zygote.poll() is None and shell.poll() is None
+            assert_nothing_stopped_or_traced(watch.token)
+        finally:
+            for c in children:
+                c.kill()
+                c.wait()
+        steady = [s for s in samples if s[0] >= WARM_UP_SECONDS]
+        vm_slope, anon_ls, file_slope, fd_slope = (slope([(s[0], s[i]) for s in steady]) for i in (1, 2, 3, 4))
+        anon_slope = robust_slope([(s[0], s[2]) for s in steady])
+        pids = {res.get("process.pid") for res, _, _ in receiver.records()}
+        duration = time.monotonic() - start
+        report = (f"churn: {spawned} processes in {duration:.0f}s; daemon at the {len(steady)} quiet "
+                  f"points after {WARM_UP_SECONDS}s: VmRSS {steady[0][1]}..{steady[-1][1]} KiB, "
+                  f"slope {vm_slope:+.3f} KiB/s; RssAnon {steady[0][2]}..{steady[-1][2]} KiB, "
+                  f"slope {anon_slope:+.3f} KiB/s Theil-Sen, "
+                  f"{anon_ls:+.3f} KiB/s least squares; RssFile slope "
+                  f"{file_slope:+.3f} KiB/s; fds {steady[0][4]}..{steady[-1][4]}, slope "
+                  f"{fd_slope:+.4f} fd/s (bound {MAX_FD_SLOPE}); peak under churn: VmRSS {peak_rss} KiB, "
+                  f"{peak_fds} fds; exported pids {len(pids)}; last health line: "
+                  f"{health[-1] if health else None}")
+        per_process = anon_slope / (spawned / duration)
+        report += (f"; RssAnon {per_process:.2f} KiB per process started "
+                   f"(bound {MAX_ANON_KIB_PER_PROCESS})")
+        print("\n" + report)
+        print("quiet points (t, VmRSS, RssAnon, RssFile, fds):", [(round(t), *v) for t, *v in samples])
+        # The daemon really profiled the churn (the processes live 0.2-0.3 s).
+        assert len(pids) >= spawned * 0.5, report
+        assert fd_slope < MAX_FD_SLOPE, report
+        assert per_process < MAX_ANON_KIB_PER_PROCESS, report
+    assert_nothing_stopped_or_traced(watch.token)
