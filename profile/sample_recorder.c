@@ -28,7 +28,7 @@ static uint64_t mapping_id(struct sample_recorder *recorder, const struct mapped
 
         if (!file)
                 return 0;
-        if (file == recorder->last_mapping)
+        if (file->serial == recorder->last_mapping_serial)
                 return recorder->last_mapping_id;
         mapping = (struct pb_mapping){
             .start = file->start,
@@ -41,7 +41,7 @@ static uint64_t mapping_id(struct sample_recorder *recorder, const struct mapped
             .has_line_numbers = file->has_debug_info,
             .has_inline_frames = file->has_debug_info,
         };
-        recorder->last_mapping = file;
+        recorder->last_mapping_serial = file->serial;
         recorder->last_mapping_id = profile_builder__mapping(recorder->builder, &mapping);
         return recorder->last_mapping_id;
 }

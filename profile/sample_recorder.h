@@ -38,8 +38,10 @@ struct sample_record {
 struct sample_recorder {
         struct profile_builder *builder;
         int64_t period_ms;
-        /* One-entry cache: consecutive frames are mostly in one mapping. */
-        const void *last_mapping;
+        /* One-entry cache: consecutive frames are mostly in one mapping.
+         * Keyed by serial: a mapping's memory is reused once its
+         * processes are gone (0 = none; serials start at 1). */
+        uint64_t last_mapping_serial;
         uint64_t last_mapping_id;
 };
 

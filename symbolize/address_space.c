@@ -162,6 +162,13 @@ static int layout__build(struct address_space *space, const struct proc_maps *ma
         return 0;
 }
 
+static void address_space__unref_mappings(struct address_space *space)
+{
+        for (size_t i = 0; i < space->n_mappings; i++)
+                mapping_pool__unref(&space->symbolizer->mappings, space->mappings[i]);
+        space->n_mappings = 0;
+}
+
 /* Reports maps to the Dwfl and installs the result.  Even on failure the
  * report session is completed and what was reported is installed, so our
  * arrays always match the Dwfl's modules. */
@@ -174,9 +181,11 @@ static int address_space__report(struct address_space *space, const struct proc_
         r = layout__build(space, maps, &l);
         if (dwfl_report_end(space->dwfl, NULL, NULL) != 0)
                 log_warning("pid %d: dwfl_report_end: %s", (int)space->pid, dwfl_errmsg(-1));
-        /* The new records took their own references on the files kept. */
+        /* The new records took their own references on the files and
+         * mappings kept. */
         for (size_t i = 0; i < space->n_modules; i++)
                 module__release(&space->modules[i]);
+        address_space__unref_mappings(space);
         free(space->modules);
         free(space->mappings);
         space->modules = l.modules;
@@ -258,6 +267,7 @@ void address_space__free(struct address_space *space)
                 dwfl_end(space->dwfl);
         for (size_t i = 0; i < space->n_modules; i++)
                 module__release(&space->modules[i]);
+        address_space__unref_mappings(space);
         free(space->modules);
         free(space->mappings);
         free(space->maps_text);

@@ -97,6 +97,18 @@ int hashtab__insert(struct hashtab *tab, struct hash_node *node, uint64_t hash)
         return 0;
 }
 
+void hashtab__remove(struct hashtab *tab, struct hash_node *node)
+{
+        struct hash_node **link = &tab->buckets[node->hash & (tab->n_buckets - 1)];
+
+        while (*link && *link != node)
+                link = &(*link)->next;
+        if (*link) {
+                *link = node->next;
+                tab->n_nodes--;
+        }
+}
+
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node)
 {
         for (size_t i = 0; i < tab->n_buckets; i++) {

@@ -30,6 +30,8 @@ struct hash_node *hashtab__find(const struct hashtab *tab, uint64_t hash, hash_e
                                 const void *key);
 /* Returns 0 or -ENOMEM (the node is then not linked). */
 int hashtab__insert(struct hashtab *tab, struct hash_node *node, uint64_t hash);
+/* Unlinks `node`, which must be in the table. */
+void hashtab__remove(struct hashtab *tab, struct hash_node *node);
 /* Frees every node with free_node and leaves an empty, reusable table. */
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node);
 

@@ -1,12 +1,14 @@
-/* mapping_pool.c — mapped_file objects that outlive maps refreshes.
+/* mapping_pool.c — mapped_file objects shared by the address spaces.
  *
- * Callers keep the `mapping` pointer of a symbolized_pc (the exporter turns
- * it into a pprof Mapping at the end of a profiling period), while the
- * address space may re-read /proc/PID/maps in between.  Interning the
- * objects in the symbolizer makes those pointers valid until
- * symbolizer__free(), and makes equal mappings share one object, so a
- * mapping pointer can also serve as a dedup key.  has_debug_info is a
- * property of the file, updated in place as lookups discover line info. */
+ * Equal mappings (same range, offset, file and build-id: a forked child,
+ * or a process that re-reads /proc/PID/maps) share one object, so that a
+ * `has_debug_info` learnt by one is known to all.  Each object is counted
+ * by the address-space layouts that hold it and freed with the last one,
+ * so that a daemon watching short-lived processes for months does not keep
+ * every mapping it ever saw (ASLR makes each process's ranges new).
+ * Callers must therefore not keep a mapping pointer past their address
+ * space; caches key on `serial`, which is never reused, instead of the
+ * address, which malloc may hand out again. */
 #include "symbolize/mapping_pool.h"
 
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 struct pooled_mapping {
         struct hash_node node;
         struct mapped_file m;
+        size_t refs;
 };
 
 static bool pooled_mapping__eq(const struct hash_node *node, const void *key)
@@ -56,15 +59,30 @@ struct mapped_file *mapping_pool__intern(struct mapping_pool *pool, const struct
         struct hash_node *found = hashtab__find(&pool->tab, hash, pooled_mapping__eq, m);
         struct pooled_mapping *pm;
 
-        if (found)
-                return &container_of(found, struct pooled_mapping, node)->m;
+        if (found) {
+                pm = container_of(found, struct pooled_mapping, node);
+                pm->refs++;
+                return &pm->m;
+        }
         pm = malloc(sizeof(*pm));
         if (!pm)
                 return NULL;
         pm->m = *m;
+        pm->m.serial = ++pool->last_serial;
+        pm->refs = 1;
         if (hashtab__insert(&pool->tab, &pm->node, hash) < 0) {
                 free(pm);
                 return NULL;
         }
         return &pm->m;
+}
+
+void mapping_pool__unref(struct mapping_pool *pool, struct mapped_file *m)
+{
+        struct pooled_mapping *pm = container_of(m, struct pooled_mapping, m);
+
+        if (--pm->refs > 0)
+                return;
+        hashtab__remove(&pool->tab, &pm->node);
+        free(pm);
 }

@@ -43,6 +43,9 @@ struct mapped_file {
         const char *path;         /* path as the target sees it, "" if none */
         const char *build_id_hex; /* lowercase hex GNU build-id, "" if none */
         bool has_debug_info;      /* line numbers were found for this file */
+        /* Unique for the symbolizer's lifetime, never reused (unlike the
+         * address of a freed object): a safe key for callers' caches. */
+        uint64_t serial;
 };
 
 /* One source position; the innermost inlined function comes first. */

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "symbolize/demangle.h"
+#include "symbolize/mapping_pool.h"
 #include "symbolize/proc_maps.h"
 #include "symbolize/source_path.h"
 #include "symbolize/string_pool.h"
@@ -285,6 +286,43 @@ static void test_source_path(void)
         string_pool__clear(&pool);
 }
 
+/* Interned mappings are shared, counted, freed with their last holder, and
+ * a re-created one gets a new serial even if malloc reuses the memory. */
+static void test_mapping_pool(void)
+{
+        struct mapping_pool pool;
+        struct mapped_file key = {
+            .start = 0x1000, .limit = 0x2000, .path = "/bin/x", .build_id_hex = ""};
+
+        mapping_pool__init(&pool, 42);
+        struct mapped_file *a = mapping_pool__intern(&pool, &key);
+        struct mapped_file *b = mapping_pool__intern(&pool, &key);
+        CHECK(a && a == b && a->serial == 1);
+        uint64_t first_serial = a->serial;
+        mapping_pool__unref(&pool, a);
+        CHECK(pool.tab.n_nodes == 1); /* b still holds it */
+        mapping_pool__unref(&pool, b);
+        CHECK(pool.tab.n_nodes == 0);
+        struct mapped_file *c = mapping_pool__intern(&pool, &key);
+        CHECK(c && c->serial != first_serial);
+        mapping_pool__unref(&pool, c);
+        mapping_pool__clear(&pool);
+}
+
+/* A second address space of the same process shares the mappings; freeing
+ * it leaves the first one's mappings valid (ASan checks the reads). */
+static void test_shared_mappings(struct symbolizer *s, struct address_space *space)
+{
+        uintptr_t pc = (uintptr_t)symbolize_target_plain;
+        struct address_space *other = address_space__new(s, getpid());
+
+        CHECK(other);
+        const struct mapped_file *mine = address_space__mapping_at(space, pc);
+        CHECK(mine && address_space__mapping_at(other, pc) == mine);
+        address_space__free(other);
+        CHECK(mine->start <= pc && pc < mine->limit && mine->serial > 0);
+}
+
 int main(void)
 {
         _cleanup_symbolizer_ struct symbolizer *s = symbolizer__new();
@@ -304,6 +342,8 @@ int main(void)
         test_cache(s, space);
         test_unknown(space);
         test_refresh(space);
+        test_mapping_pool();
+        test_shared_mappings(s, space);
         printf("symbolize: all tests passed\n");
         return 0;
 }
