@@ -23,7 +23,8 @@ int location_cache__init(struct location_cache *cache, size_t capacity)
         memset(cache, 0, sizeof(*cache));
         cache->addresses = calloc(power, sizeof(*cache->addresses));
         cache->ids = calloc(power, sizeof(*cache->ids));
-        if (!cache->addresses || !cache->ids) {
+        cache->stacks = calloc(LOCATION_STACK_SLOTS, sizeof(*cache->stacks));
+        if (!cache->addresses || !cache->ids || !cache->stacks) {
                 location_cache__release(cache);
                 return -ENOMEM;
         }
@@ -33,6 +34,11 @@ int location_cache__init(struct location_cache *cache, size_t capacity)
 
 void location_cache__release(struct location_cache *cache)
 {
+        for (size_t i = 0; cache->stacks && i < LOCATION_STACK_SLOTS; i++) {
+                free(cache->stacks[i].keys);
+                free(cache->stacks[i].ids);
+        }
+        free(cache->stacks);
         free(cache->addresses);
         free(cache->ids);
         memset(cache, 0, sizeof(*cache));
@@ -42,6 +48,8 @@ static void clear(struct location_cache *cache)
 {
         memset(cache->addresses, 0, cache->capacity * sizeof(*cache->addresses));
         cache->used = 0;
+        for (size_t i = 0; i < LOCATION_STACK_SLOTS; i++)
+                cache->stacks[i].n = 0;
 }
 
 void location_cache__validate(struct location_cache *cache, uint64_t generation)
@@ -80,4 +88,56 @@ void location_cache__put(struct location_cache *cache, uint64_t address, uint64_
         cache->addresses[i] = address;
         cache->ids[i] = id;
         cache->used++;
+}
+
+uint64_t location_cache__stack_hash(const uint64_t *keys, size_t n)
+{
+        uint64_t h = 0x84222325cbf29ce4ull ^ n;
+
+        for (size_t i = 0; i < n * LOCATION_STACK_WORDS; i++)
+                h = (h ^ keys[i]) * 0x9e3779b97f4a7c15ull;
+        return h ^ (h >> 29);
+}
+
+const uint64_t *location_cache__get_stack(const struct location_cache *cache, uint64_t hash,
+                                          const uint64_t *keys, size_t n)
+{
+        const struct location_stack *stack;
+
+        if (!cache->capacity || n == 0)
+                return NULL;
+        stack = &cache->stacks[hash & (LOCATION_STACK_SLOTS - 1)];
+        if (stack->n != n || stack->hash != hash ||
+            memcmp(stack->keys, keys, n * LOCATION_STACK_WORDS * sizeof(*keys)) != 0)
+                return NULL;
+        return stack->ids;
+}
+
+void location_cache__put_stack(struct location_cache *cache, uint64_t hash, const uint64_t *keys,
+                               const uint64_t *ids, size_t n)
+{
+        struct location_stack *stack;
+
+        if (!cache->capacity || n == 0 || n > LOCATION_STACK_MAX)
+                return;
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] == 0)
+                        return; /* a failed lookup is retried next time */
+        stack = &cache->stacks[hash & (LOCATION_STACK_SLOTS - 1)];
+        if (stack->capacity < n) {
+                uint64_t *k = realloc(stack->keys, n * LOCATION_STACK_WORDS * sizeof(*k));
+                if (k)
+                        stack->keys = k;
+                uint64_t *v = realloc(stack->ids, n * sizeof(*v));
+                if (v)
+                        stack->ids = v;
+                stack->n = 0;
+                if (!k || !v)
+                        return;
+                stack->capacity = n;
+        }
+        memcpy(stack->keys, keys, n * LOCATION_STACK_WORDS * sizeof(*keys));
+        memcpy(stack->ids, ids, n * sizeof(*ids));
+        stack->hash = hash;
+        stack->n = n;
 }

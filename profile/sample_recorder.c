@@ -20,7 +20,8 @@
 #include "unwind/stack_merge.h"
 #include "util/cleanup.h"
 
-#define RECORD_MAX_FRAMES 4096
+#define RECORD_MAX_FRAMES   4096
+#define RECORD_LOCAL_FRAMES 256 /* frames whose ids and keys fit on the stack */
 
 static uint64_t mapping_id(struct sample_recorder *recorder, const struct mapped_file *file)
 {
@@ -157,6 +158,25 @@ static uint64_t frame_location_id(struct sample_recorder *recorder, struct addre
         return cached_location_id(recorder, space, cache, merged->frames[i].pc);
 }
 
+/* The key of frame i for the stack memo (location_cache.h): a native
+ * frame is its address, a Python frame its interned name and file (both
+ * live as long as the target's cache) and its line. */
+static void frame_key(const struct sample_record *record, size_t i, uint64_t *key)
+{
+        const struct merged_stack *merged = record->merged;
+        const struct merged_frame *frame = merged && merged->n > 0 ? &merged->frames[i] : NULL;
+
+        if (frame && frame->function) {
+                key[0] = (uint64_t)(uintptr_t)frame->function;
+                key[1] = (uint64_t)(uintptr_t)(frame->filename ? frame->filename : "");
+                key[2] = (uint64_t)frame->line;
+        } else {
+                key[0] = frame ? frame->pc : record->stack->pcs[i];
+                key[1] = 0; /* never a Python frame's file */
+                key[2] = 0;
+        }
+}
+
 int sample_recorder__record(struct sample_recorder *recorder, struct address_space *space,
                             struct location_cache *cache, const struct sample_record *record)
 {
@@ -164,16 +184,38 @@ int sample_recorder__record(struct sample_recorder *recorder, struct address_spa
         size_t total = is_merged ? record->merged->n : record->stack->n_pcs;
         bool truncated = is_merged ? record->merged->truncated : record->stack->truncated;
         size_t n = total < RECORD_MAX_FRAMES ? total : RECORD_MAX_FRAMES;
-        _cleanup_free_ uint64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+        bool memo = cache && n <= LOCATION_STACK_MAX;
+        uint64_t local_ids[RECORD_LOCAL_FRAMES],
+            local_keys[RECORD_LOCAL_FRAMES * LOCATION_STACK_WORDS];
+        _cleanup_free_ uint64_t *heap_ids = NULL;
+        _cleanup_free_ uint64_t *heap_keys = NULL;
+        uint64_t *ids = local_ids, *keys = local_keys;
+        const uint64_t *known = NULL;
+        uint64_t hash = 0;
         int64_t one = 1;
         struct pb_label labels[MAX_LABELS];
         size_t n_labels = sample_labels(recorder, record, truncated || n < total, labels);
 
-        if (!ids)
-                return -ENOMEM;
+        if (n > RECORD_LOCAL_FRAMES) {
+                ids = heap_ids = malloc(n * sizeof(*ids));
+                keys = heap_keys = memo ? malloc(n * LOCATION_STACK_WORDS * sizeof(*keys)) : NULL;
+                if (!ids || (memo && !keys))
+                        return -ENOMEM;
+        }
         if (cache && space)
                 location_cache__validate(cache, address_space__generation(space));
+        if (memo) {
+                for (size_t i = 0; i < n; i++)
+                        frame_key(record, i, &keys[i * LOCATION_STACK_WORDS]);
+                hash = location_cache__stack_hash(keys, n);
+                known = location_cache__get_stack(cache, hash, keys, n);
+        }
+        if (known)
+                return profile_builder__add_sample(recorder->builder, known, n, &one, labels,
+                                                   n_labels);
         for (size_t i = 0; i < n; i++)
                 ids[i] = frame_location_id(recorder, space, cache, record, i);
+        if (memo)
+                location_cache__put_stack(cache, hash, keys, ids, n);
         return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
 }

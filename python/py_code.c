@@ -168,6 +168,7 @@ static struct py_code *decode(struct py_code_cache *cache, uint64_t address, uin
         code->filename = read_name(cache, code->filename_ptr, "");
         read_table(cache, code);
         code->checked_ns = now_ns;
+        code->memo_positions[0] = code->memo_positions[1] = -2;
         return code;
 }
 
@@ -199,7 +200,7 @@ static void cache_remove(struct py_code_cache *cache, struct py_code *code, uint
         }
 }
 
-const struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint64_t now_ns)
+struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint64_t now_ns)
 {
         uint64_t hash = hash__u64(cache->seed, address);
         struct hash_node *node = hashtab__find(&cache->tab, hash, code_eq, &address);
@@ -223,7 +224,7 @@ const struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address
         return code;
 }
 
-int64_t py_code__line(const struct py_code *code, unsigned int minor, int64_t position)
+static int64_t decode_line(const struct py_code *code, unsigned int minor, int64_t position)
 {
         if (!code->table_valid)
                 return -1;
@@ -233,4 +234,20 @@ int64_t py_code__line(const struct py_code *code, unsigned int minor, int64_t po
                 return py_line__linetable_310(code->table, code->table_len, code->first_line,
                                               2 * position);
         return py_line__locations(code->table, code->table_len, code->first_line, position);
+}
+
+int64_t py_code__line(struct py_code *code, unsigned int minor, int64_t position)
+{
+        int64_t line;
+
+        for (unsigned int i = 0; i < 2; i++)
+                if (code->memo_positions[i] == position)
+                        return code->memo_lines[i];
+        line = decode_line(code, minor, position);
+        if (position != -2) {
+                code->memo_positions[code->memo_next] = position;
+                code->memo_lines[code->memo_next] = line;
+                code->memo_next ^= 1;
+        }
+        return line;
 }

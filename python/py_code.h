@@ -29,6 +29,12 @@ struct py_code {
         size_t table_len;
         bool table_valid;    /* false when unreadable or too large: line -1 */
         uint64_t checked_ns; /* CLOCK_MONOTONIC of the last validation */
+        /* The last two positions decoded and their lines (the
+         * table never changes for a cached code object): recursion and
+         * loops put many frames of one code object at the same position.
+         * memo_positions start at -2, which no position is. */
+        int64_t memo_positions[2], memo_lines[2];
+        unsigned int memo_next;
 };
 
 struct py_code_cache {
@@ -48,8 +54,8 @@ void py_code_cache__clear(struct py_code_cache *cache);
 /* The decoded code object at `address`, read on first use and re-checked
  * (one small read) at most every PY_CODE_REVALIDATE ns.  NULL when the
  * address does not hold a readable code object. */
-const struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint64_t now_ns);
+struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint64_t now_ns);
 
 /* Line of an instruction position: 3.9 f_lasti (bytes), 3.10 f_lasti
  * (code units), 3.11+ code-unit index.  -1 when unknown. */
-int64_t py_code__line(const struct py_code *code, unsigned int minor, int64_t position);
+int64_t py_code__line(struct py_code *code, unsigned int minor, int64_t position);

@@ -44,6 +44,12 @@
 #define FRAME_READ_MAX     512
 #define OWNED_BY_GENERATOR 1
 #define STACKREF_TAG_BITS  3ull
+#define SEEN_SMALL_SLOTS   512
+
+_Static_assert(PY_SEEN_SLOTS <= 65536, "seen_used holds 16-bit slot numbers");
+_Static_assert(SEEN_SMALL_SLOTS <= PY_SEEN_SLOTS &&
+                   (SEEN_SMALL_SLOTS & (SEEN_SMALL_SLOTS - 1)) == 0,
+               "the small set is a power-of-two prefix of the whole one");
 
 static uint64_t u64_at(const uint8_t *data, uint64_t offset)
 {
@@ -77,20 +83,43 @@ static bool read_memory(struct py_walk *walk, uint64_t address, void *out, size_
                remote_memory__read(walk->capture->pid, address, out, len) == (ssize_t)len;
 }
 
-/* True when `address` was visited already; records it otherwise. */
-static bool seen_before(struct py_walk *walk, uint64_t address)
+/* Probes the first mask + 1 slots of the visited set: true when `address`
+ * is there, else records it. */
+static bool seen_probe(struct py_walk *walk, size_t mask, uint64_t address)
 {
-        size_t slot = (size_t)((address >> 3) * 0x9e3779b97f4a7c15ull) & (PY_SEEN_SLOTS - 1);
+        size_t slot = (size_t)(((address >> 3) * 0x9e3779b97f4a7c15ull) >> 40) & mask;
 
-        for (size_t i = 0; i < PY_SEEN_SLOTS; i++, slot = (slot + 1) & (PY_SEEN_SLOTS - 1)) {
+        for (size_t i = 0; i <= mask; i++, slot = (slot + 1) & mask) {
                 if (walk->seen[slot] == address)
                         return true;
                 if (walk->seen[slot] == 0) {
                         walk->seen[slot] = address;
+                        walk->seen_used[walk->n_seen_used++] = (uint16_t)slot;
                         return false;
                 }
         }
         return true;
+}
+
+/* True when `address` was visited already; records it otherwise.  A walk
+ * starts in the set's first SEEN_SMALL_SLOTS slots (4 KiB, which stay in
+ * the cache) and moves to all PY_SEEN_SLOTS when that is half full. */
+static bool seen_before(struct py_walk *walk, uint64_t address)
+{
+        if (walk->seen_mask < PY_SEEN_SLOTS - 1 && walk->n_seen_used >= SEEN_SMALL_SLOTS / 2) {
+                uint64_t moved[SEEN_SMALL_SLOTS / 2];
+                size_t n = walk->n_seen_used;
+
+                for (size_t i = 0; i < n; i++) {
+                        moved[i] = walk->seen[walk->seen_used[i]];
+                        walk->seen[walk->seen_used[i]] = 0;
+                }
+                walk->n_seen_used = 0;
+                walk->seen_mask = PY_SEEN_SLOTS - 1;
+                for (size_t i = 0; i < n; i++)
+                        (void)seen_probe(walk, walk->seen_mask, moved[i]);
+        }
+        return seen_probe(walk, walk->seen_mask, address);
 }
 
 static void push_boundary(struct py_walk *walk, uint64_t anchor)
@@ -98,7 +127,7 @@ static void push_boundary(struct py_walk *walk, uint64_t anchor)
         walk->items[walk->n_items++] = (struct py_item){.boundary = true, .anchor = anchor};
 }
 
-static void push_frame(struct py_walk *walk, const struct py_code *code, int64_t position)
+static void push_frame(struct py_walk *walk, struct py_code *code, int64_t position)
 {
         const struct py_offsets *o = &walk->runtime->offsets;
 
@@ -138,7 +167,7 @@ static void walk_object_frame(struct py_walk *walk, const uint8_t *frame)
 {
         const struct py_offsets *o = &walk->runtime->offsets;
         int32_t lasti;
-        const struct py_code *code =
+        struct py_code *code =
             py_code__get(walk->codes, u64_at(frame, o->frame_code), walk->now_ns);
 
         memcpy(&lasti, frame + o->frame_instr, sizeof(lasti));
@@ -161,7 +190,7 @@ static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame, u
                 push_boundary(walk, address); /* the loop's entry_frame local */
                 return;
         }
-        const struct py_code *code = py_code__get(walk->codes, executable, walk->now_ns);
+        struct py_code *code = py_code__get(walk->codes, executable, walk->now_ns);
         if (!code) {
                 push_frame(walk, NULL, -1);
         } else {
@@ -242,8 +271,12 @@ void py_frame__walk(struct py_walk *walk, uint64_t tstate)
 {
         walk->n_items = walk->n_frames = 0;
         walk->truncated = false;
-        memset(walk->seen, 0, PY_SEEN_SLOTS * sizeof(walk->seen[0]));
+        walk->n_seen_used = 0;
+        walk->seen_mask = SEEN_SMALL_SLOTS - 1;
         walk_frames(walk, py_frame__top(walk, tstate));
+        for (size_t i = 0; i < walk->n_seen_used; i++)
+                walk->seen[walk->seen_used[i]] = 0;
+        walk->n_seen_used = 0;
         if (walk->runtime->offsets.frame_is_entry)
                 add_cframe_anchors(walk, tstate);
 }

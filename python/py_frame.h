@@ -23,12 +23,18 @@ struct py_walk {
         struct py_item *items;
         size_t n_items, n_frames;
         bool truncated;
-        /* Scratch: open-addressing set of visited frames (PY_SEEN_SLOTS). */
+        /* Scratch: open-addressing set of visited frames (PY_SEEN_SLOTS),
+         * all zero between walks, and the slots a walk filled (as many),
+         * which it empties again when it ends: a walk of n frames clears n
+         * slots instead of the whole set. */
         uint64_t *seen;
+        uint16_t *seen_used;
+        size_t n_seen_used;
+        size_t seen_mask;    /* slots in use - 1 (py_frame.c) */
         uint64_t live_reads; /* frame reads that missed the copy */
 };
 
-#define PY_SEEN_SLOTS (2 * PY_MAX_STEPS)
+#define PY_SEEN_SLOTS (2 * PY_MAX_STEPS) /* at most 65536: seen_used is 16-bit */
 
 /* Walks the frames of the thread state at `tstate`, whose bytes the
  * capture holds.  Never fails: unreadable frames become "<unknown>" and

@@ -16,7 +16,11 @@
  *   capture  (inside the stop window) finds the thread's state without
  *            allocating and copies it, with the GIL holder (py_gil) and the
  *            data-stack chunk cached for it, in one process_vm_readv; on
- *            3.9/3.10 a second read copies the top frame object.
+ *            3.9/3.10 a second read copies the top frame object.  Of the
+ *            chunk, only the part in use at the thread's last capture is
+ *            copied (plus CHUNK_SLACK); if the copied tstate's
+ *            datastack_top says the stack has grown past that, the chunk
+ *            is copied again up to the top, still in the stop window.
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied
@@ -34,7 +38,10 @@
  * build): call machinery, main, Py_RunMain, builtins implemented in the
  * core such as time.sleep.  Everything else (C extensions, lib-dynload
  * modules, libffi, libc) is NATIVE_OTHER.  Classes are cached per address
- * and dropped when the address space changes.
+ * and dropped when the address space changes; the class found for one
+ * address is also kept for the whole ELF symbol around it (learn_range),
+ * so a busy thread's ever-changing leaf addresses need no symbolizer
+ * lookup each.
  *
  * Names are the fallback.  On 3.11+ the merge finds the interpreter-loop
  * frames by stack address instead (each boundary's anchor against each
@@ -64,6 +71,17 @@
 #define PY_NAMES_REFRESH_NS   (10000ull * 1000 * 1000)
 #define CLASS_CACHE_SLOTS     4096
 #define PY_STRING_SEED        0x5bd1e9955bd1e995ull
+#define CLASS_RANGES          64
+/* Bytes of the data-stack chunk copied beyond its used part at the last
+ * capture: a stack that grew less than this since needs no second copy. */
+#define CHUNK_SLACK 1024
+
+/* The address range of one function symbol whose class is known. */
+struct class_range {
+        uint64_t start, end;
+        uint64_t generation;
+        enum native_class cls;
+};
 
 struct class_slot {
         uint64_t pc;
@@ -82,9 +100,12 @@ struct py_process {
         bool unmapped_seen; /* a sampled thread had no thread state */
         struct py_item *items;
         uint64_t *seen;
+        uint16_t *seen_used;
         enum native_class *classes;
         size_t classes_capacity;
         struct class_slot class_cache[CLASS_CACHE_SLOTS];
+        struct class_range class_ranges[CLASS_RANGES];
+        size_t next_range;
 };
 
 static uint64_t monotonic_now(void)
@@ -130,7 +151,8 @@ struct py_process *py_process__new(pid_t pid)
         py->pid = pid;
         py->items = calloc(PY_ITEMS_MAX, sizeof(*py->items));
         py->seen = calloc(PY_SEEN_SLOTS, sizeof(*py->seen));
-        if (!py->items || !py->seen) {
+        py->seen_used = calloc(PY_SEEN_SLOTS, sizeof(*py->seen_used));
+        if (!py->items || !py->seen || !py->seen_used) {
                 py_process__free(py);
                 return NULL;
         }
@@ -152,6 +174,7 @@ void py_process__free(struct py_process *py)
         py_thread_names__clear(&py->names);
         free(py->items);
         free(py->seen);
+        free(py->seen_used);
         free(py->classes);
         free(py);
 }
@@ -193,13 +216,31 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
                                               capture_bytes(&py->runtime.offsets));
 }
 
+/* 3.11+: the chunk's used part, [chunk, tstate->datastack_top), from the
+ * copied tstate, or 0 when the tstate names another chunk or a top outside
+ * it.  datastack_top follows datastack_chunk in every version from 3.11
+ * to 3.14 (it is not among 3.13's debug offsets). */
+static size_t chunk_used(const struct py_offsets *o, const struct py_thread *t,
+                         const uint8_t *tstate)
+{
+        uint64_t chunk, top;
+
+        if (!tstate || o->tstate_datastack_chunk + 16 > o->tstate_size)
+                return 0;
+        memcpy(&chunk, tstate + o->tstate_datastack_chunk, sizeof(chunk));
+        memcpy(&top, tstate + o->tstate_datastack_chunk + 8, sizeof(top));
+        if (chunk != t->chunk || (top & 7) || top <= chunk || top - chunk > t->chunk_len)
+                return 0;
+        return (size_t)(top - chunk);
+}
+
 void py_process__capture(struct py_process *py, struct capture *capture)
 {
         const struct py_offsets *o = &py->runtime.offsets;
         uint64_t fs_base = capture->kind == CAPTURE_STOPPED ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
         uint64_t addresses[3];
-        size_t lens[3], n = 0;
+        size_t lens[3], n = 0, chunk_copied = 0;
 
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t) {
@@ -213,20 +254,84 @@ void py_process__capture(struct py_process *py, struct capture *capture)
                 lens[n++] = py_gil__region_len(o);
         }
         if (t->chunk) {
+                /* Only the part in use at the last capture, and some: a
+                 * 100-frame stack uses ~11 KiB of a 16 KiB chunk, a
+                 * shallow one a few hundred bytes. */
+                chunk_copied = t->chunk_len;
+                if (t->chunk_used && t->chunk_used + CHUNK_SLACK < t->chunk_len)
+                        chunk_copied = t->chunk_used + CHUNK_SLACK;
                 addresses[n] = t->chunk;
-                lens[n++] = t->chunk_len;
+                lens[n++] = chunk_copied;
         }
-        if (capture__copy_interp(capture, addresses, lens, n) < (ssize_t)o->tstate_size ||
-            o->model != PY_FRAMES_OBJECTS)
+        if (capture__copy_interp(capture, addresses, lens, n) < (ssize_t)o->tstate_size)
+                return;
+        const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
+        if (t->chunk) {
+                size_t used = chunk_used(o, t, tstate);
+                struct capture_interp *interp = &capture->interp;
+                t->chunk_used = used;
+                if (used > chunk_copied && interp->n_regions == n &&
+                    interp->regions[n - 1].address == t->chunk) {
+                        /* The stack grew past the copy: copy the chunk
+                         * again, up to its top, in place of the first. */
+                        size_t len =
+                            t->chunk_len - used > CHUNK_SLACK ? used + CHUNK_SLACK : t->chunk_len;
+                        interp->used = interp->regions[n - 1].offset;
+                        interp->n_regions = n - 1;
+                        (void)capture__copy_interp(capture, &t->chunk, &len, 1);
+                }
+        }
+        if (o->model != PY_FRAMES_OBJECTS)
                 return;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
-        const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
         uint64_t frame;
         memcpy(&frame, tstate + o->tstate_frame, sizeof(frame));
         if (frame >= 4096) {
                 size_t len = o->frame_size;
                 (void)capture__copy_interp(capture, &frame, &len, 1);
         }
+}
+
+/* A class learnt for one address holds for its whole function: after a
+ * symbolizer lookup, the ELF symbol holding `pc` (when it has a size,
+ * lies in the same mapping and agrees on being the interpreter loop) is
+ * remembered, so that the leaf addresses of a busy thread, which keep
+ * changing inside a few functions, cost no further symbolizer lookup
+ * (each of which resolves inline scopes: up to a millisecond). */
+static void learn_range(struct py_process *py, struct address_space *space, uint64_t pc,
+                        const struct symbolized_pc *sym, enum native_class cls, uint64_t generation)
+{
+        Dwfl *dwfl = address_space__dwfl(space);
+        Dwfl_Module *module = dwfl ? dwfl_addrmodule(dwfl, pc) : NULL;
+        GElf_Off offset = 0;
+        GElf_Sym elf_sym;
+        const char *name;
+
+        if (!module || !sym->mapping)
+                return;
+        name = dwfl_module_addrinfo(module, pc, &offset, &elf_sym, NULL, NULL, NULL);
+        if (!name || elf_sym.st_size == 0 || offset >= elf_sym.st_size || offset > pc ||
+            stack_merge__is_eval_function(name) != (cls == NATIVE_EVAL))
+                return;
+        uint64_t start = pc - offset, end = start + elf_sym.st_size;
+        if (end < start || start < sym->mapping->start || end > sym->mapping->limit)
+                return;
+        py->class_ranges[py->next_range] =
+            (struct class_range){.start = start, .end = end, .generation = generation, .cls = cls};
+        py->next_range = (py->next_range + 1) % CLASS_RANGES;
+}
+
+static bool class_of_range(const struct py_process *py, uint64_t pc, uint64_t generation,
+                           enum native_class *cls)
+{
+        for (size_t i = 0; i < CLASS_RANGES; i++) {
+                const struct class_range *r = &py->class_ranges[i];
+                if (r->generation == generation && pc >= r->start && pc < r->end) {
+                        *cls = r->cls;
+                        return true;
+                }
+        }
+        return false;
 }
 
 static enum native_class classify(struct py_process *py, struct address_space *space, uint64_t pc)
@@ -238,11 +343,14 @@ static enum native_class classify(struct py_process *py, struct address_space *s
 
         if (slot->pc == pc && slot->generation == generation)
                 return slot->cls;
-        address_space__symbolize(space, pc, &sym);
-        if (stack_merge__is_eval_function(sym.lines[sym.n_lines - 1].function))
-                cls = NATIVE_EVAL;
-        else if (sym.mapping && strcmp(sym.mapping->path, py->runtime.path) == 0)
-                cls = NATIVE_INTERNAL;
+        if (!class_of_range(py, pc, generation, &cls)) {
+                address_space__symbolize(space, pc, &sym);
+                if (stack_merge__is_eval_function(sym.lines[sym.n_lines - 1].function))
+                        cls = NATIVE_EVAL;
+                else if (sym.mapping && strcmp(sym.mapping->path, py->runtime.path) == 0)
+                        cls = NATIVE_INTERNAL;
+                learn_range(py, space, pc, &sym, cls, generation);
+        }
         *slot = (struct class_slot){.pc = pc, .generation = generation, .cls = cls};
         return cls;
 }
@@ -286,6 +394,7 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
             .now_ns = monotonic_now(),
             .items = py->items,
             .seen = py->seen,
+            .seen_used = py->seen_used,
         };
         struct merged_stack *out;
 

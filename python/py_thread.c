@@ -129,6 +129,8 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
                         t.tid = before->tid;
                 if (o->tstate_datastack_chunk)
                         read_chunk(pid, &t, u64_at(tstate, o->tstate_datastack_chunk), o);
+                if (before && before->chunk == t.chunk && before->chunk_len == t.chunk_len)
+                        t.chunk_used = before->chunk_used;
                 if (add_thread(out, &t) < 0)
                         return -ENOMEM;
                 address = u64_at(tstate, o->tstate_next);

@@ -23,7 +23,8 @@ struct py_thread {
         uint64_t pthread; /* tstate->thread_id: pthread_self(), threading.get_ident() */
         uint64_t chunk;   /* 3.11+: data-stack chunk to copy, 0 = none */
         size_t chunk_len;
-        uint64_t gil; /* GIL bytes copied with the tstate (py_gil), 0 = none */
+        size_t chunk_used; /* its used part at the last capture, 0 = unknown */
+        uint64_t gil;      /* GIL bytes copied with the tstate (py_gil), 0 = none */
 };
 
 struct py_threads {
