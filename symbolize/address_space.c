@@ -122,11 +122,16 @@ static int layout__add_group(struct address_space *space, struct layout *l,
         return 0;
 }
 
+/* Whether b continues the load of a's file.  A mapping at file offset 0
+ * always starts a new load: only an ELF's first segment maps offset 0, and a
+ * process that also maps the file itself (a reader such as libelf, which
+ * mmaps the whole file) often gets that mapping right below the loader's,
+ * which would otherwise swallow the real load into one wrong group. */
 static bool proc_map__same_file(const struct proc_map *a, const struct proc_map *b)
 {
         return a->inode == b->inode && a->dev_major == b->dev_major &&
-               a->dev_minor == b->dev_minor && b->offset >= a->offset && b->start >= a->limit &&
-               strcmp(a->path, b->path) == 0;
+               a->dev_minor == b->dev_minor && b->offset > 0 && b->offset >= a->offset &&
+               b->start >= a->limit && strcmp(a->path, b->path) == 0;
 }
 
 /* Length of the group of mappings of one file starting at maps[0]. */
