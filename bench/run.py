@@ -1012,7 +1012,10 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--only", help="comma-separated questions to run, e.g. 1,5")
     ap.add_argument("--pairs", type=int)
+    ap.add_argument("--q5-secs", type=int, help="seconds per accuracy run (default 8; sampling noise "
+                    "shrinks with longer runs)")
     cfg = ap.parse_args()
+    q5_secs = cfg.q5_secs
     cfg.build = os.path.abspath(cfg.build)
     if cfg.quick:
         cfg.pairs = cfg.pairs or 1
@@ -1028,6 +1031,7 @@ def main():
         cfg.q4_rates, cfg.q5_runs, cfg.q5_secs, cfg.q6_secs = [100, 1000], 3, 8, 4
         cfg.q7_counts, cfg.q7_threads, cfg.q7_warm, cfg.q7_secs, cfg.q7_churn = [1, 10, 50], 10, 10, 60, 4
         cfg.out = cfg.out or os.path.join(BENCH, "RESULTS.md")
+    cfg.q5_secs = q5_secs or cfg.q5_secs
     only = set((cfg.only or "1,2,3,4,5,6,7").split(","))
     if not os.access(os.path.join(cfg.build, "splunk-profd"), os.X_OK):
         print(f"bench: {cfg.build}/splunk-profd not built", file=sys.stderr)
