@@ -50,10 +50,10 @@ WARM_UP_SECONDS = 60
 # parsed).  The RssAnon slope is divided by the rate of processes started
 # (about 7 a second with the pauses).  A leak of one descriptor per 150
 # processes (0.05 fd/s) or of 5 KiB per process fails.  The runs this was
-# set on measured 0.6 to 2.2 KiB per process: bounded caches filling, and
-# an estimated 0.5 KiB that symbolize/mapping_pool.c keeps for good (it
-# interns each process's executable mappings by address and never evicts
-# them; known, not fixed yet).  A longer soak (SPLUNK_PROFD_SOAK_SECONDS)
+# set on measured 0.6 to 2.2 KiB per process, mostly bounded caches
+# filling (symbolize/mapping_pool.c used to keep ~0.5 KiB of every
+# process's mappings for good; it now frees them with the process, and
+# later runs measured 0.7-0.8 KiB).  A longer soak (SPLUNK_PROFD_SOAK_SECONDS)
 # resolves smaller leaks.  RssAnon is bounded, not VmRSS: the file-backed
 # part is the mapped ELF files the symbolizer reads, a cache bounded by
 # their size (VmRSS and its slope are printed).
