@@ -25,11 +25,54 @@
 int capture__init(struct capture *capture, size_t stack_capacity)
 {
         memset(capture, 0, sizeof(*capture));
-        capture->stack = malloc(stack_capacity);
-        if (!capture->stack)
-                return -ENOMEM;
         capture->stack_capacity = stack_capacity;
         return 0;
+}
+
+int capture__ready(struct capture *capture)
+{
+        struct capture_interp *interp = &capture->interp;
+
+        if (!capture->stack && capture->stack_capacity) {
+                capture->stack = malloc(capture->stack_capacity);
+                if (!capture->stack)
+                        return -ENOMEM;
+        }
+        if (interp->capacity < interp->reserved) {
+                uint8_t *buffer = realloc(interp->buffer, interp->reserved);
+                if (!buffer)
+                        return -ENOMEM;
+                interp->buffer = buffer;
+                interp->capacity = interp->reserved;
+        }
+        return 0;
+}
+
+size_t capture__trim(struct capture *capture)
+{
+        struct capture_interp *interp = &capture->interp;
+        size_t freed = 0;
+
+        if (capture->stack) {
+                free(capture->stack);
+                capture->stack = NULL;
+                capture->stack_len = 0;
+                freed += capture->stack_capacity;
+        }
+        if (interp->capacity > interp->used) {
+                if (interp->used == 0) {
+                        free(interp->buffer);
+                        interp->buffer = NULL;
+                } else {
+                        uint8_t *buffer = realloc(interp->buffer, interp->used);
+                        if (!buffer)
+                                return freed; /* keeps the bigger one */
+                        interp->buffer = buffer;
+                }
+                freed += interp->capacity - interp->used;
+                interp->capacity = interp->used;
+        }
+        return freed;
 }
 
 void capture__release(struct capture *capture)
@@ -46,6 +89,8 @@ int capture__reserve_interp(struct capture *capture, size_t capacity)
 {
         uint8_t *buffer;
 
+        if (capture->interp.reserved < capacity)
+                capture->interp.reserved = capacity;
         if (capture->interp.capacity >= capacity)
                 return 0;
         buffer = realloc(capture->interp.buffer, capacity);
@@ -119,6 +164,11 @@ static void copy_stack(struct capture *capture, uint64_t sp)
         ssize_t n;
 
         capture->stack_cut_at_hint = false;
+        if (!capture->stack) { /* capture__ready failed */
+                capture->stack_start = start;
+                capture->stack_len = 0;
+                return;
+        }
         if (capture->stack_end_hint > sp &&
             capture->stack_end_hint - start < len - STACK_END_SLACK) {
                 len = (size_t)(capture->stack_end_hint - start) + STACK_END_SLACK;
@@ -151,6 +201,10 @@ int capture__grow_stack(struct capture *capture, size_t stack_capacity)
 
         if (stack_capacity <= capture->stack_capacity)
                 return 0;
+        if (!capture->stack) { /* allocated at this size by capture__ready */
+                capture->stack_capacity = stack_capacity;
+                return 0;
+        }
         grown = realloc(capture->stack, stack_capacity);
         if (!grown)
                 return -ENOMEM;

@@ -3,8 +3,10 @@
  * A capture is filled while the thread is stopped (or while it is verified
  * blocked) and is all the later stages see: the unwinder reads stack memory
  * only from `stack`, never from the live process, because the thread has
- * moved on by then.  Buffers are allocated once per thread, so filling a
- * capture inside the stop window never allocates. */
+ * moved on by then.  Buffers are allocated before the capture
+ * (capture__ready), never inside the stop window; a thread that stays idle
+ * is served from its last unwound stack and needs no copy, so its buffers
+ * are given back (capture__trim) until it next runs. */
 #pragma once
 
 #include <stdbool.h>
@@ -33,7 +35,8 @@ struct capture_region {
 struct capture_interp {
         size_t n_regions;
         struct capture_region regions[CAPTURE_INTERP_REGIONS];
-        size_t used, capacity;
+        size_t used, capacity; /* capacity: bytes allocated in buffer */
+        size_t reserved;       /* capacity asked for (capture__reserve_interp) */
         uint8_t *buffer;
         void *result;
 };
@@ -54,10 +57,10 @@ struct capture {
         struct user_regs_struct regs;
         bool bp_known; /* for CAPTURE_BLOCKED: regs.rbp was recovered */
         struct blocked_point blocked;
-        uint64_t stack_start; /* target address of stack[0]: SP - CAPTURE_RED_ZONE */
-        size_t stack_len;     /* bytes valid in stack */
-        size_t stack_capacity;
-        uint8_t *stack;
+        uint64_t stack_start;  /* target address of stack[0]: SP - CAPTURE_RED_ZONE */
+        size_t stack_len;      /* bytes valid in stack */
+        size_t stack_capacity; /* size of the copy buffer, when allocated */
+        uint8_t *stack;        /* NULL until capture__ready, and after a trim */
         /* Where this thread's stack ends, as far as unwinding needs it: the
          * highest address a complete walk read (capture__learn_stack_end),
          * 0 while unknown.  A thread's outermost frame stays put for its
@@ -77,9 +80,24 @@ struct capture {
  * leaf function keeps live data (and CFI may say registers are saved). */
 #define CAPTURE_RED_ZONE 128
 
-/* Allocates the stack buffer once.  0 or -ENOMEM. */
+/* Sets the stack buffer's size; nothing is allocated before
+ * capture__ready.  Always 0. */
 int capture__init(struct capture *capture, size_t stack_capacity);
 void capture__release(struct capture *capture);
+
+/* Allocates the buffers a capture fills (the stack copy, and the
+ * interpreter buffer at its reserved size) if a trim gave them back or
+ * they were never allocated.  Outside the stop window only: before the
+ * interrupt, or before a blocked thread's copy.  0 or -ENOMEM (a capture
+ * without a stack buffer copies no stack). */
+int capture__ready(struct capture *capture);
+
+/* For a thread that is idle (its last stack is reused): frees the stack
+ * buffer and shrinks the interpreter buffer to the bytes copied, which
+ * the labels of a reused sample still read (python/'s GIL region).  The
+ * next capture__ready allocates them again.  Returns the bytes given
+ * back. */
+size_t capture__trim(struct capture *capture);
 
 /* Grows the stack buffer (after the resume, never inside the stop window)
  * for a thread whose stack did not fit.  0 or -ENOMEM (buffer unchanged). */
@@ -93,7 +111,8 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
                           const struct blocked_point *point);
 
 /* Grows the interpreter buffer to at least `capacity` bytes (outside the
- * stop window only).  0 or -ENOMEM. */
+ * stop window only), and keeps that size for capture__ready after a trim.
+ * 0 or -ENOMEM. */
 int capture__reserve_interp(struct capture *capture, size_t capacity);
 
 /* Appends n (<= CAPTURE_INTERP_REGIONS in all) target ranges to the

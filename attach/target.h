@@ -7,8 +7,10 @@
  * without a stop, so a thread blocked in epoll_wait never sees EINTR (an
  * explicit PTRACE_DETACH would need the thread stopped first).
  *
- * Per-thread memory (the stack copy buffer, the last unwound stack) is
- * allocated when the thread is added, so sampling never allocates. */
+ * Per-thread memory: the last unwound stack is allocated when the thread
+ * is added; the capture buffers (stack copy, interpreter data) just before
+ * a capture, outside the stop window, and given back while the thread is
+ * idle (attach/capture.h), so the stop window never allocates. */
 #pragma once
 
 #include <stdbool.h>

@@ -17,7 +17,11 @@
  *      stack needs registers /proc does not give (frame-pointer code needs
  *      RBP, which could not be recovered from the copy) is interrupted
  *      after all, but only when its syscall restarts transparently.
- *   5. Symbolize and record. */
+ *   5. Symbolize and record.
+ * Capture buffers: a thread whose last stack is reused (idle) gives its
+ * buffers back (capture__trim) and gets them again just before its next
+ * capture (capture__ready, outside the stop window); a thread captured
+ * every tick keeps them, so busy threads cost no allocation per tick. */
 #include "daemon/sampler.h"
 
 #include <errno.h>
@@ -46,10 +50,20 @@
  * while scanning the remaining threads. */
 #define COLLECT_EVERY_NS (5ull * 1000)
 
+/* Whether an interrupt stop is captured: only while the tick waits for its
+ * stops.  One that arrives later (after wait_for_stops gave up on it, at
+ * an event drain during unwinding or between ticks) only resumes the
+ * thread: its capture would not be unwound. */
+static bool taking_stops;
+
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
 
+        if (!taking_stops) {
+                thread->captured = false;
+                return;
+        }
         thread->captured = capture__from_stopped(&thread->capture, target->pid, thread->tid) == 0;
         /* Python frame data in the same stop window: one or two reads. */
         if (thread->captured && profiled && profiled->python)
@@ -149,6 +163,17 @@ static bool still_idle(struct tthread *thread)
                proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
 }
 
+/* An idle thread: its last stack is recorded again, and the buffers a
+ * capture needs are given back until it runs. */
+static void reuse_last_stack(struct registry *registry, struct tthread *thread)
+{
+        size_t freed = capture__trim(&thread->capture);
+
+        thread->reuse_last_stack = true;
+        if (registry->watch)
+                registry->watch->capture_bytes_freed += freed;
+}
+
 /* The stops that have arrived, without waiting; returns how many of the
  * `outstanding` interrupts may still be unanswered (an estimate: other
  * events count as answers too, which only ends the collecting early). */
@@ -191,11 +216,12 @@ static size_t interrupt_running_threads(struct registry *registry)
                         if (thread->group_stopped || thread->interrupt_pending)
                                 continue;
                         if (still_idle(thread)) {
-                                thread->reuse_last_stack = true;
+                                reuse_last_stack(registry, thread);
                                 continue;
                         }
                         switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
                         case PROC_SYSCALL_RUNNING:
+                                (void)capture__ready(&thread->capture);
                                 if (ptrace_events__interrupt(thread) == 0) {
                                         pending++;
                                         outstanding++;
@@ -239,10 +265,11 @@ static void wait_for_stops(struct registry *registry, size_t pending)
                         /* Stuck in uninterruptible sleep: it is resumed
                          * when its stop finally arrives. */
                         registry->stats.skipped += pending;
-                        return;
+                        break;
                 }
                 sampler__handle_events(registry, deadline - now);
         }
+        taking_stops = false;
 }
 
 static bool same_point(const struct blocked_point *a, const struct blocked_point *b)
@@ -264,9 +291,10 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 goto skipped;
         if (thread->idle_key_valid && thread->last_stack_valid &&
             same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
-                thread->reuse_last_stack = true;
+                reuse_last_stack(registry, thread);
                 return;
         }
+        (void)capture__ready(&thread->capture);
         for (int attempt = 0; attempt < 2; attempt++) {
                 if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
                         break;
@@ -480,6 +508,9 @@ static size_t unwind_captures(struct registry *registry)
                                 unwind_capture(registry, target, thread);
                         needs_stop += thread->needs_stop;
                 }
+                /* Unwinding (and first symbolization) can take a while:
+                 * new children's first stops are not kept waiting. */
+                sampler__handle_events(registry, 0);
         }
         return needs_stop;
 }
@@ -509,12 +540,14 @@ static void restop_blocked_threads(struct registry *registry)
                         thread->captured = false;
                         if (proc_thread__syscall(&thread->files, &now) == PROC_SYSCALL_BLOCKED &&
                             same_point(&now, &thread->capture.blocked) &&
+                            capture__ready(&thread->capture) == 0 &&
                             ptrace_events__interrupt(thread) == 0)
                                 pending++;
                         else
                                 registry->stats.skipped++;
                 }
         }
+        taking_stops = true;
         wait_for_stops(registry, pending);
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
@@ -544,6 +577,7 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
                         if (thread->captured || thread->reuse_last_stack)
                                 record_thread(registry, target, thread, tick_realtime_ns);
                 }
+                sampler__handle_events(registry, 0); /* as in unwind_captures */
         }
         if (threads > registry->stats.max_threads)
                 registry->stats.max_threads = threads;
@@ -555,6 +589,7 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
         uint64_t begin;
 
         registry->stats.ticks++;
+        taking_stops = true; /* until wait_for_stops ends */
         pending = interrupt_running_threads(registry);
         wait_for_stops(registry, pending);
         sample_blocked_threads(registry);

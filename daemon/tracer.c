@@ -136,9 +136,10 @@ static uint64_t jittered(uint64_t interval_ns, unsigned int *seed)
         return (uint64_t)rand_r(seed) % spread;
 }
 
-/* Arms the timer for grid point `tick` (1-based), jittered. */
-static void arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uint64_t tick,
-                      unsigned int *seed)
+/* Arms the timer for grid point `tick` (1-based), jittered; returns when
+ * it fires (CLOCK_MONOTONIC). */
+static uint64_t arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uint64_t tick,
+                          unsigned int *seed)
 {
         uint64_t at =
             start_ns + tick * interval_ns - interval_ns / 10 + jittered(interval_ns, seed);
@@ -147,6 +148,7 @@ static void arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uin
         };
 
         timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, NULL);
+        return at;
 }
 
 static bool duration_over(const struct registry *registry, uint64_t now)
@@ -159,7 +161,7 @@ static bool duration_over(const struct registry *registry, uint64_t now)
 /* --watch: discovery and upkeep between ticks; a reload may move the grid. */
 static void watch_step(struct registry *registry, const struct pollfd *fds, int timer_fd,
                        uint64_t *grid_start, uint64_t *interval_ns, uint64_t *tick,
-                       unsigned int *seed)
+                       unsigned int *seed, uint64_t *next_tick_ns)
 {
         if (!registry->watch)
                 return;
@@ -168,9 +170,9 @@ static void watch_step(struct registry *registry, const struct pollfd *fds, int 
                 *interval_ns = (uint64_t)registry->config.interval_ms * 1000000u;
                 *grid_start = monotonic_ns();
                 *tick = 1;
-                arm_timer(timer_fd, *grid_start, *interval_ns, *tick, seed);
+                *next_tick_ns = arm_timer(timer_fd, *grid_start, *interval_ns, *tick, seed);
         }
-        watch__maintain(registry, monotonic_ns(), fds[3].revents & POLLIN);
+        watch__maintain(registry, monotonic_ns(), fds[3].revents & POLLIN, *next_tick_ns);
 }
 
 static bool keep_running(struct registry *registry)
@@ -181,7 +183,7 @@ static bool keep_running(struct registry *registry)
 static void run_loop(struct registry *registry, int timer_fd)
 {
         uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
-        uint64_t grid_start = registry->start_ns;
+        uint64_t grid_start = registry->start_ns, next_tick_ns;
         unsigned int seed = (unsigned int)registry->start_ns;
         struct pollfd fds[5] = {
             {.fd = timer_fd, .events = POLLIN},
@@ -191,7 +193,7 @@ static void run_loop(struct registry *registry, int timer_fd)
             {.fd = registry->watch ? registry->reload_fd : -1, .events = POLLIN},
         };
 
-        arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+        next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
         while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
                 if (poll(fds, 5, 100) < 0 && errno != EINTR)
@@ -202,7 +204,8 @@ static void run_loop(struct registry *registry, int timer_fd)
                         sampler__handle_events(registry, 1);
                 if (duration_over(registry, monotonic_ns()))
                         break;
-                watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed);
+                /* A due tick first: watch upkeep (set-up of new targets)
+                 * waits for it, not the other way round. */
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
                         sampler__tick(registry, realtime_ns());
                         export_after_tick(registry, false);
@@ -214,8 +217,12 @@ static void run_loop(struct registry *registry, int timer_fd)
                         /* Catch up without bursts if a tick overran. */
                         uint64_t due = (monotonic_ns() - grid_start) / interval_ns + 1;
                         tick = due > tick ? due : tick + 1;
-                        arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+                        next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+                        /* New children's first stops, during the tick. */
+                        sampler__handle_events(registry, 0);
                 }
+                watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed,
+                           &next_tick_ns);
         }
 }
 

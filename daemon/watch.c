@@ -23,7 +23,9 @@
  * targets were freed, free heap pages go back to the kernel (malloc_trim,
  * at most once per TRIM_PERIOD_NS): otherwise the high-water mark of a
  * burst of live targets (several MiB each) stays in RSS for good, as holes
- * that fragmentation keeps below the top of the heap. */
+ * that fragmentation keeps below the top of the heap.  The same happens
+ * after the sampler gave back a MiB or more of idle threads' capture
+ * buffers (daemon/sampler.c), which are below the top of the heap too. */
 #include "daemon/watch.h"
 
 #include <errno.h>
@@ -40,7 +42,8 @@
 #include "export/otlp_target.h"
 #include "util/log.h"
 
-#define TRIM_PERIOD_NS (1000ull * 1000 * 1000)
+#define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
+#define TRIM_CAPTURE_BYTES_MIN (1024 * 1024)
 
 struct watch *watch__new(void)
 {
@@ -225,19 +228,39 @@ static void reap(struct registry *registry)
 
 static void trim_heap(struct watch *watch, uint64_t now_ns)
 {
-        if (!watch->freed_since_trim || now_ns - watch->last_trim_ns < TRIM_PERIOD_NS)
+        if ((!watch->freed_since_trim && watch->capture_bytes_freed < TRIM_CAPTURE_BYTES_MIN) ||
+            now_ns - watch->last_trim_ns < TRIM_PERIOD_NS)
                 return;
         (void)malloc_trim(0);
-        watch->freed_since_trim = 0;
+        watch->freed_since_trim = watch->capture_bytes_freed = 0;
         watch->last_trim_ns = now_ns;
 }
 
-static void prepare_new(struct registry *registry)
+/* Per-process setup (address space, Python runtime discovery, export
+ * record) takes milliseconds per process, and under churn many processes
+ * arrive at once.  It must not hold up ticks, nor forked children waiting
+ * in their first stop, nor the interrupted threads of other targets: so
+ * one target at a time, ptrace events handled after each (which resumes
+ * new children and threads), and no more once the next tick is due (but
+ * one per tick even so, so that set-up goes on however late ticks run).
+ * The oldest targets go first: targets are appended to the set. */
+static void prepare_new(struct registry *registry, uint64_t deadline_ns)
 {
+        size_t prepared = 0;
+
         for (size_t i = 0; i < registry->targets.n_targets; i++) {
                 struct target *target = registry->targets.targets[i];
-                if (!target->gone && !target->releasing && !target->owner)
-                        (void)tracer__prepare(registry, target);
+                if (target->gone || target->releasing || target->owner)
+                        continue;
+                if (monotonic_ns() >= deadline_ns) {
+                        if (prepared > 0 ||
+                            registry->watch->prepared_at_tick == registry->stats.ticks)
+                                break;
+                        registry->watch->prepared_at_tick = registry->stats.ticks;
+                }
+                (void)tracer__prepare(registry, target);
+                prepared++;
+                sampler__handle_events(registry, 0); /* may add targets: i is re-read */
         }
 }
 
@@ -299,7 +322,8 @@ static void log_health(struct registry *registry, uint64_t now_ns)
         watch->next_health_ns = now_ns + (uint64_t)(period * 1e9);
 }
 
-void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable)
+void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
+                     uint64_t deadline_ns)
 {
         struct watch *watch = registry->watch;
 
@@ -308,7 +332,7 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable)
         reap(registry);
         trim_heap(watch, now_ns);
         discovery__pass(&watch->discovery, now_ns, examine, registry);
-        prepare_new(registry);
+        prepare_new(registry, deadline_ns);
         release_step(registry);
         log_health(registry, now_ns);
 }
