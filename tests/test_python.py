@@ -32,6 +32,7 @@ What is assumed, and no more:
 """
 
 import collections
+import contextlib
 import json
 import os
 import re
@@ -217,26 +218,37 @@ def own_view(target):
     }
 
 
+@contextlib.contextmanager
+def profiled_script(interpreter, script, duration, profd):
+    """Runs script (which prints a ready line, then a JSON line with its
+    version and threads) under interpreter, checks the version, profiles
+    it for duration s at INTERVAL; yields (target, seen, info, result,
+    profile) and kills the target afterwards."""
+    seen = interpreter.install([script])
+    target = Target(interpreter.argv(seen / script.name), env=PYTHON_ENV, cwd="/")
+    try:
+        target.wait_ready(timeout=30)
+        info = json.loads(target.readline(timeout=10))
+        assert info["version"].startswith("%d.%d." % interpreter.minor), (interpreter, info["version"])
+        result, profile = profd.profile([target.pid], duration=duration, interval=INTERVAL)
+        yield target, seen, info, result, profile
+    finally:
+        target.kill()
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+
+
 @pytest.fixture(scope="module", params=PYTHON_NAMES)
 def workload(request, pythons, profd_binary, read_profile, tmp_path_factory):
     """Starts workload.py under one interpreter, profiles it 3 s at 100 Hz,
     checks it is released, then asks it for its own view of its stacks; the
     target is killed after the module."""
     interpreter = pythons[request.param]
-    seen = interpreter.install([WORKLOAD])
-    target = Target(interpreter.argv(seen / WORKLOAD.name), env=PYTHON_ENV, cwd="/")
-    try:
-        target.wait_ready(timeout=30)
-        info = json.loads(target.readline(timeout=10))
-        assert info["version"].startswith("%d.%d." % interpreter.minor), (interpreter, info["version"])
-        profd = Profd(profd_binary, tmp_path_factory.mktemp(f"py-{interpreter.name}"), read_profile)
-        result, profile = profd.profile([target.pid], duration=DURATION, interval=INTERVAL)
+    with profiled_script(interpreter, WORKLOAD, DURATION, Profd(
+            profd_binary, tmp_path_factory.mktemp(f"py-{interpreter.name}"), read_profile)) as run:
+        target, seen, info, result, profile = run
         released = released_error(target.pid)
         view = own_view(target) if target.alive() else {}
         yield WorkloadRun(interpreter, target, info, seen / WORKLOAD.name, result, profile, released, view)
-    finally:
-        target.kill()
-        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
 
 
 # ------------------------------------- expected Python stacks per thread
@@ -444,18 +456,10 @@ def gil_names(request, pythons, profd_binary, read_profile, tmp_path_factory):
     the main thread sleeping), profiled 2 s at 100 Hz; returns
     (interpreter, info, result, profile, released_error)."""
     interpreter = pythons[request.param]
-    seen = interpreter.install([GIL_NAMES])
-    target = Target(interpreter.argv(seen / GIL_NAMES.name), env=PYTHON_ENV, cwd="/")
-    try:
-        target.wait_ready(timeout=30)
-        info = json.loads(target.readline(timeout=10))
-        assert info["version"].startswith("%d.%d." % interpreter.minor), (interpreter, info["version"])
-        profd = Profd(profd_binary, tmp_path_factory.mktemp(f"gil-{interpreter.name}"), read_profile)
-        result, profile = profd.profile([target.pid], duration=2, interval=INTERVAL)
+    with profiled_script(interpreter, GIL_NAMES, 2, Profd(
+            profd_binary, tmp_path_factory.mktemp(f"gil-{interpreter.name}"), read_profile)) as run:
+        target, _, info, result, profile = run
         yield interpreter, info, result, profile, released_error(target.pid)
-    finally:
-        target.kill()
-        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
 
 
 def samples_of(profile, info, name, minimum=50):
