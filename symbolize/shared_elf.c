@@ -27,8 +27,9 @@
  *     Line-cache misses of every process resolve there, so DWARF and the
  *     symbol table are parsed once per binary.  Its debuginfo is looked up
  *     from the first process that needed it, as the line cache already made
- *     that process's answer everyone's; it is loaded when the Dwfl is made,
- *     while that process's /proc/PID/root is certainly there.
+ *     that process's answer everyone's: found, with the symbol table, when
+ *     the Dwfl is made, while that process's /proc/PID/root is certainly
+ *     there; its DWARF is parsed on the first line lookup (shared_elf__dwarf).
  *
  * The last release (the last process mapping the file exited, exec'ed or
  * unmapped it) frees both, so per-binary memory follows the live processes
@@ -59,8 +60,20 @@ struct shared_symbols {
         char *debuginfo_path; /* callbacks.debuginfo_path points here */
         char *file_name;      /* /proc/PID/root/PATH, for .gnu_debuglink */
         struct elf_file *file;
-        bool failed; /* creation failed once: do not retry for this image */
+        bool failed;      /* creation failed once: do not retry for this image */
+        bool dwarf_tried; /* dwfl_module_getdwarf was called */
 };
+
+/* Debuginfo is searched for in the daemon's /usr/lib/debug and in the
+ * target's, under /proc/PID/root (containers). */
+static char *debuginfo_path_of(pid_t pid)
+{
+        char *path;
+
+        if (asprintf(&path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug", (int)pid) < 0)
+                return NULL;
+        return path;
+}
 
 int shared_elf__acquire(struct elf_file *file, int fd)
 {
@@ -174,11 +187,9 @@ static struct shared_symbols *shared_symbols__new(struct elf_file *file, pid_t p
         if (!s)
                 return NULL;
         s->file = file;
-        if (asprintf(&s->debuginfo_path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
-                     (int)pid) < 0) {
-                s->debuginfo_path = NULL;
+        s->debuginfo_path = debuginfo_path_of(pid);
+        if (!s->debuginfo_path)
                 goto fail;
-        }
         if ((path[0] == '/' ? asprintf(&s->file_name, "/proc/%d/root%s", (int)pid, path)
                             : asprintf(&s->file_name, "%s", path)) < 0) {
                 s->file_name = NULL;
@@ -188,7 +199,7 @@ static struct shared_symbols *shared_symbols__new(struct elf_file *file, pid_t p
             .find_elf = shared_symbols__find_elf,
             .find_debuginfo = dwfl_standard_find_debuginfo,
             .section_address = dwfl_offline_section_address,
-            .debuginfo_path = &s->debuginfo_path,
+            .debuginfo_path = &s->debuginfo_path, /* read at each lookup */
         };
         s->dwfl = dwfl_begin(&s->callbacks);
         if (!s->dwfl || !shared_elf__range(file, 0, &low, &high))
@@ -202,8 +213,9 @@ static struct shared_symbols *shared_symbols__new(struct elf_file *file, pid_t p
         if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 || !s->module ||
             !dwfl_module_getelf(s->module, &bias) || bias != 0)
                 goto fail;
-        /* Now, while pid's root is certainly there. */
-        (void)dwfl_module_getdwarf(s->module, &bias);
+        /* Now, while pid's root is certainly there.  A stripped file's
+         * symbol table is in its debuginfo file, which this finds and maps
+         * (file-backed, shared with the page cache) without parsing DWARF. */
         (void)dwfl_module_getsymtab(s->module);
         return s;
 fail:
@@ -212,7 +224,7 @@ fail:
         return NULL;
 }
 
-Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path)
+static struct shared_symbols *shared_symbols_of(struct elf_file *file, pid_t pid, const char *path)
 {
         if (!file->elf)
                 return NULL;
@@ -226,5 +238,36 @@ Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *p
                         return NULL;
                 }
         }
-        return file->symbols->failed ? NULL : file->symbols->module;
+        return file->symbols->failed ? NULL : file->symbols;
+}
+
+Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path)
+{
+        struct shared_symbols *s = shared_symbols_of(file, pid, path);
+
+        return s ? s->module : NULL;
+}
+
+/* DWARF is parsed on the first line lookup, not with the symbol table:
+ * classifying a Python process's native frames needs symbols only, and
+ * python3.11's DWARF alone is 10 MB of heap.  The process asking now is
+ * alive, so its root is where a debuginfo file not found with the symbol
+ * table is searched for. */
+Dwfl_Module *shared_elf__dwarf(struct elf_file *file, pid_t pid, const char *path)
+{
+        struct shared_symbols *s = shared_symbols_of(file, pid, path);
+        Dwarf_Addr bias;
+
+        if (!s)
+                return NULL;
+        if (!s->dwarf_tried) {
+                char *now = debuginfo_path_of(pid);
+                if (now) {
+                        free(s->debuginfo_path);
+                        s->debuginfo_path = now;
+                }
+                (void)dwfl_module_getdwarf(s->module, &bias);
+                s->dwarf_tried = true;
+        }
+        return s->module;
 }

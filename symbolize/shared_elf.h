@@ -25,8 +25,11 @@ bool shared_elf__range(struct elf_file *file, uint64_t bias, uint64_t *low, uint
 /* The module of the file's symbolization Dwfl, in which addresses are ELF
  * addresses (load bias 0).  Created on first use, from the view of process
  * pid (debuginfo under /proc/PID/root, .gnu_debuglink next to `path`, the
- * target's path of the file), with its debuginfo and symbol table loaded at
- * once.  NULL when it cannot be created. */
+ * target's path of the file), with its symbol table (and so its debuginfo
+ * file, for a stripped one) loaded at once.  NULL when it cannot be made. */
 Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path);
+/* The same module, with its DWARF parsed (once, on the first call), for
+ * line lookups.  NULL when the module cannot be made. */
+Dwfl_Module *shared_elf__dwarf(struct elf_file *file, pid_t pid, const char *path);
 /* Frees whatever a file still holds (symbolizer__free). */
 void shared_elf__clear(struct elf_file *file);

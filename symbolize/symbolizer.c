@@ -84,7 +84,7 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
                 return;
         rel = address - m->bias;
         if (!line_cache__lookup(&s->lines, m->file, rel, out)) {
-                Dwfl_Module *shared = shared_elf__symbols(m->file, space->pid, m->name);
+                Dwfl_Module *shared = shared_elf__dwarf(m->file, space->pid, m->name);
 
                 if (shared)
                         inline_chain__resolve(shared, rel, &s->strings, out);
@@ -96,4 +96,34 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
         }
         if (mapping && m->file->has_debug_info)
                 mapping->has_debug_info = true;
+}
+
+bool address_space__function_range(struct address_space *space, uint64_t address, uint64_t *start,
+                                   uint64_t *end, const char **name)
+{
+        const struct mapped_file *mapping = address_space__mapping_at(space, address);
+        struct module *m = address_space__module_at(space, address);
+        Dwfl_Module *shared;
+        GElf_Off offset = 0;
+        GElf_Sym sym;
+        const char *found;
+        uint64_t lookup;
+
+        if (!mapping || !m || !m->dwfl_module || !m->file)
+                return false;
+        shared = shared_elf__symbols(m->file, space->pid, m->name);
+        /* The shared module is at load bias 0; the process's own only when
+         * the shared one cannot be made. */
+        lookup = shared ? address - m->bias : address;
+        found = dwfl_module_addrinfo(shared ? shared : m->dwfl_module, lookup, &offset, &sym, NULL,
+                                     NULL, NULL);
+        if (!found || sym.st_size == 0 || offset >= sym.st_size || offset > address)
+                return false;
+        *start = address - offset;
+        *end = *start + sym.st_size;
+        if (*end < *start || *start < mapping->start || *end > mapping->limit)
+                return false;
+        if (name)
+                *name = found;
+        return true;
 }

@@ -91,5 +91,14 @@ Dwfl *address_space__dwfl(struct address_space *space);
 void address_space__symbolize(struct address_space *space, uint64_t address,
                               struct symbolized_pc *out);
 
+/* The ELF function symbol holding `address`, as [*start, *end) in the
+ * process's addresses, when it has a size and lies inside the mapping that
+ * holds `address`.  Looked up in the file's symbol table shared by every
+ * process (shared_elf.c), so asking costs no per-process debuginfo.  *name,
+ * if asked for, stays valid while the process maps the file.  Returns false
+ * when no such symbol is known. */
+bool address_space__function_range(struct address_space *space, uint64_t address, uint64_t *start,
+                                   uint64_t *end, const char **name);
+
 /* The mapping that holds `address`, or NULL. */
 const struct mapped_file *address_space__mapping_at(struct address_space *space, uint64_t address);

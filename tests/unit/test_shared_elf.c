@@ -120,6 +120,25 @@ static void test_identical(struct address_space *space)
         check_same_as_own_module(space, (uintptr_t)getpid_address + 3);
 }
 
+/* The function range of an address comes from the shared symbol table,
+ * in the process's own addresses, for our code and for libc's. */
+static void test_function_range(struct symbolizer *s)
+{
+        struct address_space *space = address_space__new(s, getpid());
+        uintptr_t plain = (uintptr_t)&shared_target_plain;
+        uintptr_t libc = (uintptr_t)dlsym(RTLD_DEFAULT, "getpid");
+        uint64_t start, end;
+        const char *name = NULL;
+
+        CHECK(space);
+        CHECK(address_space__function_range(space, plain + 1, &start, &end, &name));
+        CHECK(start == plain && end > plain + 1 && strcmp(name, "shared_target_plain") == 0);
+        CHECK(address_space__function_range(space, libc, &start, &end, NULL));
+        CHECK(start <= libc && libc < end);
+        CHECK(!address_space__function_range(space, (uintptr_t)&sink, &start, &end, NULL));
+        address_space__free(space);
+}
+
 /* Two processes (us and a forked child) share each file's image: same
  * libelf handle in both Dwfls, one reference per module record. */
 static void test_shared(struct symbolizer *s, pid_t child)
@@ -241,6 +260,7 @@ int main(void)
                 pause();
                 _exit(0);
         }
+        test_function_range(s);
         test_shared(s, child);
         test_refresh_release(s);
         test_churn(s, child);
