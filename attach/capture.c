@@ -59,18 +59,11 @@ size_t capture__trim(struct capture *capture)
                 capture->stack_len = 0;
                 freed += capture->stack_capacity;
         }
-        if (interp->capacity > interp->used) {
-                if (interp->used == 0) {
-                        free(interp->buffer);
-                        interp->buffer = NULL;
-                } else {
-                        uint8_t *buffer = realloc(interp->buffer, interp->used);
-                        if (!buffer)
-                                return freed; /* keeps the bigger one */
-                        interp->buffer = buffer;
-                }
-                freed += interp->capacity - interp->used;
-                interp->capacity = interp->used;
+        if (interp->buffer) {
+                free(interp->buffer);
+                interp->buffer = NULL;
+                freed += interp->capacity;
+                interp->capacity = interp->used = interp->n_regions = 0;
         }
         return freed;
 }
@@ -85,20 +78,10 @@ void capture__release(struct capture *capture)
         memset(&capture->interp, 0, sizeof(capture->interp));
 }
 
-int capture__reserve_interp(struct capture *capture, size_t capacity)
+void capture__reserve_interp(struct capture *capture, size_t capacity)
 {
-        uint8_t *buffer;
-
         if (capture->interp.reserved < capacity)
                 capture->interp.reserved = capacity;
-        if (capture->interp.capacity >= capacity)
-                return 0;
-        buffer = realloc(capture->interp.buffer, capacity);
-        if (!buffer)
-                return -ENOMEM;
-        capture->interp.buffer = buffer;
-        capture->interp.capacity = capacity;
-        return 0;
 }
 
 ssize_t capture__copy_interp(struct capture *capture, const uint64_t *addresses, const size_t *lens,

@@ -93,10 +93,9 @@ void capture__release(struct capture *capture);
 int capture__ready(struct capture *capture);
 
 /* For a thread that is idle (its last stack is reused): frees the stack
- * buffer and shrinks the interpreter buffer to the bytes copied, which
- * the labels of a reused sample still read (python/'s GIL region).  The
- * next capture__ready allocates them again.  Returns the bytes given
- * back. */
+ * buffer and the interpreter buffer with what they hold (what a reused
+ * sample needs was kept with its result).  The next capture__ready
+ * allocates them again.  Returns the bytes given back. */
 size_t capture__trim(struct capture *capture);
 
 /* Grows the stack buffer (after the resume, never inside the stop window)
@@ -110,10 +109,10 @@ int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid);
 int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
                           const struct blocked_point *point);
 
-/* Grows the interpreter buffer to at least `capacity` bytes (outside the
- * stop window only), and keeps that size for capture__ready after a trim.
- * 0 or -ENOMEM. */
-int capture__reserve_interp(struct capture *capture, size_t capacity);
+/* Asks for an interpreter buffer of at least `capacity` bytes, which the
+ * next capture__ready allocates: a thread that stays idle, whose last
+ * stack is reused, never holds one. */
+void capture__reserve_interp(struct capture *capture, size_t capacity);
 
 /* Appends n (<= CAPTURE_INTERP_REGIONS in all) target ranges to the
  * interpreter copy with one process_vm_readv().  Ranges that do not fit in

@@ -36,6 +36,29 @@ static void thread_free(struct tthread *thread)
         free(thread);
 }
 
+#define STACK_INITIAL_FRAMES 32
+
+bool thread_stack__reserve(struct thread_stack *stack, size_t n)
+{
+        size_t capacity = stack->capacity ? stack->capacity : STACK_INITIAL_FRAMES;
+        uint64_t *grown;
+
+        if (stack->capacity >= n)
+                return true;
+        while (capacity < n)
+                capacity *= 2;
+        grown = realloc(stack->pcs, capacity * sizeof(*grown));
+        if (!grown)
+                return false;
+        stack->pcs = grown;
+        grown = realloc(stack->sps, capacity * sizeof(*grown));
+        if (!grown)
+                return false;
+        stack->sps = grown;
+        stack->capacity = capacity;
+        return true;
+}
+
 static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_options *options)
 {
         struct tthread *thread = calloc(1, sizeof(*thread));
@@ -44,9 +67,7 @@ static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_opti
                 return NULL;
         thread->tid = tid;
         thread->files = (struct proc_thread_files){-1, -1, -1, -1};
-        thread->last_stack.pcs = calloc(options->max_depth, sizeof(uint64_t));
-        thread->last_stack.sps = calloc(options->max_depth, sizeof(uint64_t));
-        if (!thread->last_stack.pcs || !thread->last_stack.sps ||
+        if (!thread_stack__reserve(&thread->last_stack, 1) ||
             capture__init(&thread->capture, options->stack_bytes) < 0 ||
             proc_thread_files__open(&thread->files, pid, tid) < 0) {
                 thread_free(thread);

@@ -7,8 +7,9 @@
  * without a stop, so a thread blocked in epoll_wait never sees EINTR (an
  * explicit PTRACE_DETACH would need the thread stopped first).
  *
- * Per-thread memory: the last unwound stack is allocated when the thread
- * is added; the capture buffers (stack copy, interpreter data) just before
+ * Per-thread memory: the last unwound stack grows to the thread's depth
+ * (an idle thread's is a few hundred bytes, not --max-depth's); the
+ * capture buffers (stack copy, interpreter data) just before
  * a capture, outside the stop window, and given back while the thread is
  * idle (attach/capture.h), so the stop window never allocates. */
 #pragma once
@@ -40,10 +41,15 @@ struct thread_stack {
         size_t n_pcs;
         bool truncated;
         enum unwind_end end;
-        uint64_t *pcs;     /* max_depth entries; lookup addresses, leaf first */
-        uint64_t *sps;     /* NULL or max_depth entries: each frame's stack pointer */
+        uint64_t *pcs;     /* lookup addresses, leaf first */
+        uint64_t *sps;     /* each frame's stack pointer */
+        size_t capacity;   /* entries allocated in pcs and sps */
         uint64_t read_end; /* highest stack address the walk read, exclusive */
 };
+
+/* Room for at least n frames in pcs and sps (grown by doubling).  false
+ * when out of memory; the frames already there are kept either way. */
+bool thread_stack__reserve(struct thread_stack *stack, size_t n);
 
 struct tthread {
         pid_t tid;

@@ -119,7 +119,8 @@ static int registry__init(struct registry *registry, const struct profd_config *
         registry->recorder.builder = registry->builder;
         registry->recorder.period_ms = config->interval_ms;
         if (registry->stop_fd < 0 || registry->done_fd < 0 || registry->reload_fd < 0 ||
-            !registry->symbolizer || (build_profile && !registry->builder))
+            !registry->symbolizer || (build_profile && !registry->builder) ||
+            py_walk_scratch__init(&registry->py_scratch) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -131,6 +132,7 @@ static void registry__release(struct registry *registry)
         target_set__free(&registry->targets);
         profile_builder__free(registry->builder);
         symbolizer__free(registry->symbolizer);
+        py_walk_scratch__release(&registry->py_scratch);
         exporter__free(registry->exporter);
         watch__free(registry->watch);
         if (registry->reload_fd >= 0)

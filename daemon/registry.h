@@ -17,6 +17,7 @@
 #include "daemon/run_stats.h"
 #include "daemon/sample_sink.h"
 #include "profile/sample_recorder.h"
+#include "python/py_frame.h"
 
 struct symbolizer;
 struct profile_builder;
@@ -62,7 +63,8 @@ struct registry {
         struct target_set targets;
         struct watch *watch; /* NULL unless --watch */
         struct symbolizer *symbolizer;
-        struct profile_builder *builder; /* NULL: not recording a profile (dump, top) */
+        struct py_walk_scratch py_scratch; /* every Python walk's scratch */
+        struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;
         struct run_stats stats;
         struct ptrace_event_counts events;

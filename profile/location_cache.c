@@ -1,9 +1,12 @@
 /* location_cache.c — see location_cache.h.  Open addressing with linear
- * probing, at most half full; when full it is simply emptied, which keeps
- * memory bounded for processes that JIT or load code endlessly. */
+ * probing, at most half full.  It starts small (an idle process sees a
+ * few dozen addresses) and doubles up to the capacity asked for; when full
+ * at that size it is simply emptied, which keeps memory bounded for
+ * processes that JIT or load code endlessly. */
 #include "profile/location_cache.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +17,8 @@ static size_t slot_of(const struct location_cache *cache, uint64_t address)
         return (size_t)(h >> 32) & (cache->capacity - 1);
 }
 
+#define INITIAL_SLOTS 256
+
 int location_cache__init(struct location_cache *cache, size_t capacity)
 {
         size_t power = 64;
@@ -21,14 +26,15 @@ int location_cache__init(struct location_cache *cache, size_t capacity)
         while (power < capacity)
                 power *= 2;
         memset(cache, 0, sizeof(*cache));
-        cache->addresses = calloc(power, sizeof(*cache->addresses));
-        cache->ids = calloc(power, sizeof(*cache->ids));
+        cache->max_capacity = power;
+        cache->capacity = power < INITIAL_SLOTS ? power : INITIAL_SLOTS;
+        cache->addresses = calloc(cache->capacity, sizeof(*cache->addresses));
+        cache->ids = calloc(cache->capacity, sizeof(*cache->ids));
         cache->stacks = calloc(LOCATION_STACK_SLOTS, sizeof(*cache->stacks));
         if (!cache->addresses || !cache->ids || !cache->stacks) {
                 location_cache__release(cache);
                 return -ENOMEM;
         }
-        cache->capacity = power;
         return 0;
 }
 
@@ -73,14 +79,10 @@ uint64_t location_cache__get(const struct location_cache *cache, uint64_t addres
         }
 }
 
-void location_cache__put(struct location_cache *cache, uint64_t address, uint64_t id)
+static void insert(struct location_cache *cache, uint64_t address, uint64_t id)
 {
         size_t i;
 
-        if (!cache->capacity || address == 0 || id == 0)
-                return;
-        if (cache->used * 2 >= cache->capacity)
-                clear(cache);
         for (i = slot_of(cache, address); cache->addresses[i] != 0;
              i = (i + 1) & (cache->capacity - 1))
                 if (cache->addresses[i] == address)
@@ -88,6 +90,41 @@ void location_cache__put(struct location_cache *cache, uint64_t address, uint64_
         cache->addresses[i] = address;
         cache->ids[i] = id;
         cache->used++;
+}
+
+/* Doubles the table, or returns false (out of memory: it stays as it is). */
+static bool grow(struct location_cache *cache)
+{
+        struct location_cache old = *cache;
+        size_t capacity = cache->capacity * 2;
+
+        cache->addresses = calloc(capacity, sizeof(*cache->addresses));
+        cache->ids = calloc(capacity, sizeof(*cache->ids));
+        if (!cache->addresses || !cache->ids) {
+                free(cache->addresses);
+                free(cache->ids);
+                cache->addresses = old.addresses;
+                cache->ids = old.ids;
+                return false;
+        }
+        cache->capacity = capacity;
+        cache->used = 0;
+        for (size_t i = 0; i < old.capacity; i++)
+                if (old.addresses[i])
+                        insert(cache, old.addresses[i], old.ids[i]);
+        free(old.addresses);
+        free(old.ids);
+        return true;
+}
+
+void location_cache__put(struct location_cache *cache, uint64_t address, uint64_t id)
+{
+        if (!cache->capacity || address == 0 || id == 0)
+                return;
+        if (cache->used * 2 >= cache->capacity &&
+            (cache->capacity >= cache->max_capacity || !grow(cache)))
+                clear(cache);
+        insert(cache, address, id);
 }
 
 uint64_t location_cache__stack_hash(const uint64_t *keys, size_t n)

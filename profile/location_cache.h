@@ -33,13 +33,15 @@ struct location_stack {
 struct location_cache {
         uint64_t *addresses; /* 0 = empty slot */
         uint64_t *ids;
-        size_t capacity; /* power of two */
+        size_t capacity;     /* power of two */
+        size_t max_capacity; /* it grows up to this, then is emptied when full */
         size_t used;
         uint64_t generation;           /* address space generation the entries are for */
         struct location_stack *stacks; /* LOCATION_STACK_SLOTS */
 };
 
-/* 0 or -ENOMEM. */
+/* A cache that grows to `capacity` addresses (rounded up to a power of
+ * two) as it fills.  0 or -ENOMEM. */
 int location_cache__init(struct location_cache *cache, size_t capacity);
 void location_cache__release(struct location_cache *cache);
 

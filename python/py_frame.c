@@ -36,6 +36,8 @@
  * a frame visited twice (a cycle in corrupted memory) ends it. */
 #include "python/py_frame.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach/remote_memory.h"
@@ -279,4 +281,24 @@ void py_frame__walk(struct py_walk *walk, uint64_t tstate)
         walk->n_seen_used = 0;
         if (walk->runtime->offsets.frame_is_entry)
                 add_cframe_anchors(walk, tstate);
+}
+
+int py_walk_scratch__init(struct py_walk_scratch *scratch)
+{
+        scratch->items = calloc(PY_ITEMS_MAX, sizeof(*scratch->items));
+        scratch->seen = calloc(PY_SEEN_SLOTS, sizeof(*scratch->seen));
+        scratch->seen_used = calloc(PY_SEEN_SLOTS, sizeof(*scratch->seen_used));
+        if (!scratch->items || !scratch->seen || !scratch->seen_used) {
+                py_walk_scratch__release(scratch);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void py_walk_scratch__release(struct py_walk_scratch *scratch)
+{
+        free(scratch->items);
+        free(scratch->seen);
+        free(scratch->seen_used);
+        *scratch = (struct py_walk_scratch){0};
 }

@@ -36,6 +36,18 @@ struct py_walk {
 
 #define PY_SEEN_SLOTS (2 * PY_MAX_STEPS) /* at most 65536: seen_used is 16-bit */
 
+/* A walk's scratch memory (its items and visited set, ~400 KB of address
+ * space): one for every process, since one thread walks them all. */
+struct py_walk_scratch {
+        struct py_item *items; /* PY_ITEMS_MAX */
+        uint64_t *seen;        /* PY_SEEN_SLOTS, zero between walks */
+        uint16_t *seen_used;   /* PY_SEEN_SLOTS */
+};
+
+/* 0 or -ENOMEM. */
+int py_walk_scratch__init(struct py_walk_scratch *scratch);
+void py_walk_scratch__release(struct py_walk_scratch *scratch);
+
 /* Walks the frames of the thread state at `tstate`, whose bytes the
  * capture holds.  Never fails: unreadable frames become "<unknown>" and
  * end the walk with `truncated` set. */

@@ -39,9 +39,9 @@
  * core such as time.sleep.  Everything else (C extensions, lib-dynload
  * modules, libffi, libc) is NATIVE_OTHER.  Classes are cached per address
  * and dropped when the address space changes; the class found for one
- * address is also kept for the whole ELF symbol around it (learn_range),
- * so a busy thread's ever-changing leaf addresses need no symbolizer
- * lookup each.
+ * address is also kept for the whole ELF symbol around it (remember_range),
+ * so a busy thread's ever-changing leaf addresses need no symbol lookup
+ * each.
  *
  * Names are the fallback.  On 3.11+ the merge finds the interpreter-loop
  * frames by stack address instead (each boundary's anchor against each
@@ -69,7 +69,7 @@
 #define PY_THREADS_RETRY_NS   (20ull * 1000 * 1000)
 #define PY_NAMES_RETRY_NS     (1000ull * 1000 * 1000)
 #define PY_NAMES_REFRESH_NS   (10000ull * 1000 * 1000)
-#define CLASS_CACHE_SLOTS     4096
+#define CLASS_CACHE_SLOTS     1024
 #define PY_STRING_SEED        0x5bd1e9955bd1e995ull
 #define CLASS_RANGES          64
 /* Bytes of the data-stack chunk copied beyond its used part at the last
@@ -97,10 +97,8 @@ struct py_process {
         struct py_threads threads;
         struct py_thread_names names;
         uint64_t last_refresh_ns;
-        bool unmapped_seen; /* a sampled thread had no thread state */
-        struct py_item *items;
-        uint64_t *seen;
-        uint16_t *seen_used;
+        bool unmapped_seen;              /* a sampled thread had no thread state */
+        struct py_walk_scratch *scratch; /* shared by every process */
         enum native_class *classes;
         size_t classes_capacity;
         struct class_slot class_cache[CLASS_CACHE_SLOTS];
@@ -128,7 +126,7 @@ static void log_found(pid_t pid, const struct py_runtime *rt)
                          (unsigned long long)rt->runtime_address, rt->path);
 }
 
-struct py_process *py_process__new(pid_t pid)
+struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch)
 {
         struct py_process *py = calloc(1, sizeof(*py));
         char why[256];
@@ -149,13 +147,7 @@ struct py_process *py_process__new(pid_t pid)
                 return NULL;
         }
         py->pid = pid;
-        py->items = calloc(PY_ITEMS_MAX, sizeof(*py->items));
-        py->seen = calloc(PY_SEEN_SLOTS, sizeof(*py->seen));
-        py->seen_used = calloc(PY_SEEN_SLOTS, sizeof(*py->seen_used));
-        if (!py->items || !py->seen || !py->seen_used) {
-                py_process__free(py);
-                return NULL;
-        }
+        py->scratch = scratch;
         string_pool__init(&py->strings, PY_STRING_SEED ^ (uint64_t)pid);
         py_code_cache__init(&py->codes, pid, &py->runtime.offsets, py->runtime.code_type,
                             &py->strings);
@@ -172,17 +164,20 @@ void py_process__free(struct py_process *py)
         string_pool__clear(&py->strings);
         py_threads__clear(&py->threads);
         py_thread_names__clear(&py->names);
-        free(py->items);
-        free(py->seen);
-        free(py->seen_used);
         free(py->classes);
         free(py);
 }
 
-static size_t capture_bytes(const struct py_offsets *o)
+/* The interpreter buffer a thread's capture needs: its chunk's size when
+ * known (16 KiB for most threads), else the most a chunk copy takes. */
+static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *t)
 {
-        return o->tstate_size + PY_GIL_REGION_MAX +
-               (o->tstate_datastack_chunk ? PY_CHUNK_COPY_MAX : 0) + o->frame_size;
+        size_t chunk = 0;
+
+        if (o->tstate_datastack_chunk)
+                chunk = t && t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
+                                                                          : PY_CHUNK_COPY_MAX;
+        return o->tstate_size + PY_GIL_REGION_MAX + chunk + o->frame_size;
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -210,10 +205,9 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
         if (!thread)
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
-        if (py_threads__find(&py->threads, thread->tid, 0) ||
-            !py->runtime.offsets.tstate_native_thread_id)
-                (void)capture__reserve_interp(&thread->capture,
-                                              capture_bytes(&py->runtime.offsets));
+        const struct py_thread *t = py_threads__find(&py->threads, thread->tid, 0);
+        if (t || !py->runtime.offsets.tstate_native_thread_id)
+                capture__reserve_interp(&thread->capture, capture_bytes(&py->runtime.offsets, t));
 }
 
 /* 3.11+: the chunk's used part, [chunk, tstate->datastack_top), from the
@@ -292,30 +286,18 @@ void py_process__capture(struct py_process *py, struct capture *capture)
         }
 }
 
-/* A class learnt for one address holds for its whole function: after a
- * symbolizer lookup, the ELF symbol holding `pc` (when it has a size,
- * lies in the same mapping and agrees on being the interpreter loop) is
- * remembered, so that the leaf addresses of a busy thread, which keep
- * changing inside a few functions, cost no further symbolizer lookup
- * (each of which resolves inline scopes: up to a millisecond). */
-static void learn_range(struct py_process *py, struct address_space *space, uint64_t pc,
-                        const struct symbolized_pc *sym, enum native_class cls, uint64_t generation)
+/* A class holds for a whole function: the ELF symbol holding `pc` (from
+ * the symbol table shared by build-id), when it has a size and lies in
+ * pc's mapping, is remembered, so that the leaf addresses of a busy
+ * thread, which keep changing inside a few functions, cost one range check
+ * each.  The symbol's name and file decide the class, which needs no DWARF:
+ * the interpreter's debuginfo (10 MB of heap for python3.11's) is never
+ * loaded just to classify.  Only an address outside any sized symbol (a
+ * stripped .cold part) asks the symbolizer, whose DWARF knows the function
+ * such a part belongs to. */
+static void remember_range(struct py_process *py, uint64_t start, uint64_t end,
+                           enum native_class cls, uint64_t generation)
 {
-        Dwfl *dwfl = address_space__dwfl(space);
-        Dwfl_Module *module = dwfl ? dwfl_addrmodule(dwfl, pc) : NULL;
-        GElf_Off offset = 0;
-        GElf_Sym elf_sym;
-        const char *name;
-
-        if (!module || !sym->mapping)
-                return;
-        name = dwfl_module_addrinfo(module, pc, &offset, &elf_sym, NULL, NULL, NULL);
-        if (!name || elf_sym.st_size == 0 || offset >= elf_sym.st_size || offset > pc ||
-            stack_merge__is_eval_function(name) != (cls == NATIVE_EVAL))
-                return;
-        uint64_t start = pc - offset, end = start + elf_sym.st_size;
-        if (end < start || start < sym->mapping->start || end > sym->mapping->limit)
-                return;
         py->class_ranges[py->next_range] =
             (struct class_range){.start = start, .end = end, .generation = generation, .cls = cls};
         py->next_range = (py->next_range + 1) % CLASS_RANGES;
@@ -334,23 +316,44 @@ static bool class_of_range(const struct py_process *py, uint64_t pc, uint64_t ge
         return false;
 }
 
+static enum native_class class_by_name(const struct py_process *py, const char *function,
+                                       const struct mapped_file *mapping)
+{
+        if (stack_merge__is_eval_function(function))
+                return NATIVE_EVAL;
+        if (mapping && strcmp(mapping->path, py->runtime.path) == 0)
+                return NATIVE_INTERNAL;
+        return NATIVE_OTHER;
+}
+
+static enum native_class classify_uncached(struct py_process *py, struct address_space *space,
+                                           uint64_t pc, uint64_t generation)
+{
+        const struct mapped_file *mapping = address_space__mapping_at(space, pc);
+        struct symbolized_pc sym;
+        uint64_t start, end;
+        const char *name;
+        enum native_class cls;
+
+        if (address_space__function_range(space, pc, &start, &end, &name)) {
+                cls = class_by_name(py, name, mapping);
+                remember_range(py, start, end, cls, generation);
+                return cls;
+        }
+        address_space__symbolize(space, pc, &sym);
+        return class_by_name(py, sym.lines[sym.n_lines - 1].function, mapping);
+}
+
 static enum native_class classify(struct py_process *py, struct address_space *space, uint64_t pc)
 {
         uint64_t generation = address_space__generation(space);
-        struct class_slot *slot = &py->class_cache[(pc * 0x9e3779b97f4a7c15ull) >> 52];
-        struct symbolized_pc sym;
-        enum native_class cls = NATIVE_OTHER;
+        struct class_slot *slot = &py->class_cache[(pc * 0x9e3779b97f4a7c15ull) >> 54];
+        enum native_class cls;
 
         if (slot->pc == pc && slot->generation == generation)
                 return slot->cls;
-        if (!class_of_range(py, pc, generation, &cls)) {
-                address_space__symbolize(space, pc, &sym);
-                if (stack_merge__is_eval_function(sym.lines[sym.n_lines - 1].function))
-                        cls = NATIVE_EVAL;
-                else if (sym.mapping && strcmp(sym.mapping->path, py->runtime.path) == 0)
-                        cls = NATIVE_INTERNAL;
-                learn_range(py, space, pc, &sym, cls, generation);
-        }
+        if (!class_of_range(py, pc, generation, &cls))
+                cls = classify_uncached(py, space, pc, generation);
         *slot = (struct class_slot){.pc = pc, .generation = generation, .cls = cls};
         return cls;
 }
@@ -381,6 +384,24 @@ static void follow_chunk(struct py_process *py, struct py_thread *t, const struc
                 py->unmapped_seen = true; /* the next refresh reads its size */
 }
 
+static const char *gil_label(const struct py_process *py, const struct py_thread *t,
+                             const struct capture *capture)
+{
+        const struct py_offsets *o = &py->runtime.offsets;
+        size_t len = py_gil__region_len(o);
+        const uint8_t *region = t->gil ? capture__interp_at(capture, t->gil, len) : NULL;
+
+        switch (py_gil__holder_is(o, region, len, t->tstate)) {
+        case PY_GIL_HELD:
+                return "true";
+        case PY_GIL_NOT_HELD:
+                return "false";
+        case PY_GIL_UNKNOWN:
+                break;
+        }
+        return NULL;
+}
+
 const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
                                              struct capture *capture,
                                              const struct thread_stack *native,
@@ -392,9 +413,9 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
             .codes = &py->codes,
             .capture = capture,
             .now_ns = monotonic_now(),
-            .items = py->items,
-            .seen = py->seen,
-            .seen_used = py->seen_used,
+            .items = py->scratch->items,
+            .seen = py->scratch->seen,
+            .seen_used = py->scratch->seen_used,
         };
         struct merged_stack *out;
 
@@ -409,6 +430,9 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         out->n = 0;
         out->has_thread_ident = t != NULL;
         out->thread_ident = t ? t->pthread : 0;
+        /* Kept with the stack: an idle thread's reused sample is labelled
+         * after its copy was given back, and it has not run since. */
+        out->gil = t ? gil_label(py, t, capture) : NULL;
         if (walk.n_frames == 0 || !space)
                 return out;
         if (py->classes_capacity < native->n_pcs) {
@@ -436,24 +460,6 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         return out;
 }
 
-static const char *gil_label(const struct py_process *py, const struct py_thread *t,
-                             const struct capture *capture)
-{
-        const struct py_offsets *o = &py->runtime.offsets;
-        size_t len = py_gil__region_len(o);
-        const uint8_t *region = t->gil ? capture__interp_at(capture, t->gil, len) : NULL;
-
-        switch (py_gil__holder_is(o, region, len, t->tstate)) {
-        case PY_GIL_HELD:
-                return "true";
-        case PY_GIL_NOT_HELD:
-                return "false";
-        case PY_GIL_UNKNOWN:
-                break;
-        }
-        return NULL;
-}
-
 static const char *python_name(struct py_process *py, const struct py_thread *t, pid_t tid)
 {
         uint64_t now_ns = monotonic_now(), elapsed = now_ns - py->names.refreshed_ns;
@@ -470,11 +476,12 @@ void py_process__label(struct py_process *py, const struct capture *capture,
                        struct sample_record *record)
 {
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+        const struct merged_stack *merged = capture->interp.result;
         const char *name;
 
         if (!t)
                 return;
-        record->gil = gil_label(py, t, capture);
+        record->gil = merged ? merged->gil : NULL;
         name = python_name(py, t, capture->tid);
         if (name && *name)
                 record->python_thread_name = name;

@@ -11,13 +11,15 @@
 #include "unwind/stack_merge.h"
 
 struct py_process;
+struct py_walk_scratch;
 struct address_space;
 struct sample_record;
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
  * line) or runs a version or build we cannot read (one warning line); the
- * target then gets native-only stacks. */
-struct py_process *py_process__new(pid_t pid);
+ * target then gets native-only stacks.  `scratch` (py_frame.h) is borrowed
+ * and may be shared by every process: walks never overlap. */
+struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch);
 void py_process__free(struct py_process *py);
 
 /* Inside the stop window (no allocation, no file I/O): copies the thread

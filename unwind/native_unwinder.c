@@ -18,7 +18,7 @@
  * one caller: no real thread stack is that short) is reported as
  * UNWIND_NEEDS_REGISTERS so the sampler may stop the thread instead.
  *
- * Each frame's stack pointer is recorded too (when out->sps is set; 0 when
+ * Each frame's stack pointer is recorded too (0 when
  * libdwfl cannot tell): frame i's locals lie in [sps[i], sps[i + 1]), which
  * is how the Python merge finds the interpreter-loop activations whose
  * entry objects live on the C stack (unwind/stack_merge.c). */
@@ -49,7 +49,6 @@ struct native_unwinder {
         bool read_beyond_copy;       /* a read above the copy's end: cut short */
         bool read_bad_address;       /* a read below the copy or far away */
         struct thread_stack scratch; /* the second walk of a blocked capture */
-        size_t scratch_capacity;
 };
 
 static pid_t next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
@@ -175,8 +174,11 @@ static int on_frame(Dwfl_Frame *state, void *arg)
                 out->end = UNWIND_DEPTH_LIMIT;
                 return DWARF_CB_ABORT;
         }
-        if (out->sps)
-                out->sps[out->n_pcs] = dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 ? sp : 0;
+        if (!thread_stack__reserve(out, out->n_pcs + 1)) {
+                out->truncated = true;
+                return DWARF_CB_ABORT;
+        }
+        out->sps[out->n_pcs] = dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 ? sp : 0;
         out->pcs[out->n_pcs++] = activation || pc == 0 ? pc : pc - 1;
         return DWARF_CB_OK;
 }
@@ -244,31 +246,12 @@ static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
         return false;
 }
 
-static bool reserve_scratch(struct native_unwinder *unwinder, size_t max_depth)
-{
-        uint64_t *pcs, *sps;
-
-        if (unwinder->scratch_capacity >= max_depth)
-                return true;
-        pcs = realloc(unwinder->scratch.pcs, max_depth * sizeof(*pcs));
-        if (pcs)
-                unwinder->scratch.pcs = pcs;
-        sps = realloc(unwinder->scratch.sps, max_depth * sizeof(*sps));
-        if (sps)
-                unwinder->scratch.sps = sps;
-        if (!pcs || !sps)
-                return false;
-        unwinder->scratch_capacity = max_depth;
-        return true;
-}
-
 /* Walks again with a recovered RBP into scratch; keeps it if deeper. */
 static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thread_stack *out)
 {
         struct thread_stack *scratch = &unwinder->scratch;
 
-        if (!reserve_scratch(unwinder, unwinder->max_depth) ||
-            !recover_bp(unwinder, &unwinder->recovered_bp))
+        if (!recover_bp(unwinder, &unwinder->recovered_bp))
                 return;
         unwinder->use_recovered_bp = true;
         unwinder->out = scratch;
@@ -276,11 +259,10 @@ static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thre
         unwinder->out = out;
         if (scratch->read_end > out->read_end)
                 out->read_end = scratch->read_end; /* what the copy must hold */
-        if (scratch->n_pcs <= out->n_pcs)
+        if (scratch->n_pcs <= out->n_pcs || !thread_stack__reserve(out, scratch->n_pcs))
                 return;
         memcpy(out->pcs, scratch->pcs, scratch->n_pcs * sizeof(*out->pcs));
-        if (out->sps)
-                memcpy(out->sps, scratch->sps, scratch->n_pcs * sizeof(*out->sps));
+        memcpy(out->sps, scratch->sps, scratch->n_pcs * sizeof(*out->sps));
         out->n_pcs = scratch->n_pcs;
         out->truncated = scratch->truncated;
         out->end = scratch->end;

@@ -56,6 +56,7 @@ struct merged_stack {
         bool failed;    /* the counts did not line up */
         bool has_thread_ident;
         uint64_t thread_ident; /* Python's threading.get_ident() of the thread */
+        const char *gil;       /* "true"/"false": held at the capture; NULL unknown */
         struct merged_frame frames[];
 };
 
