@@ -49,6 +49,7 @@
 /* A stop takes 10-20 µs to arrive: look for stops no more often than this
  * while scanning the remaining threads. */
 #define COLLECT_EVERY_NS (5ull * 1000)
+#define EVENTS_EVERY_NS  (1000ull * 1000)
 
 /* Whether an interrupt stop is captured: only while the tick waits for its
  * stops.  One that arrives later (after wait_for_stops gave up on it, at
@@ -98,16 +99,36 @@ const struct ptrace_event_handlers sampler_event_handlers = {
     .on_fork = on_fork,
 };
 
+/* Consumes the pending SIGCHLD, if any.  SIGCHLD does not queue: one
+ * read empties the signalfd. */
+static bool take_sigchld(struct registry *registry)
+{
+        struct signalfd_siginfo info[4];
+
+        return read(registry->sigchld_fd, info, sizeof(info)) > 0;
+}
+
+/* Every ptrace event (stop, exit, fork) raises SIGCHLD, so without one
+ * pending nothing happened since the last drain, and waitpid is not
+ * called: with hundreds of tracees each waitpid(-1) scans all of them.
+ * The signal is consumed before draining, so an event after the read
+ * raises a new one. */
 void sampler__handle_events(struct registry *registry, uint64_t timeout_ns)
 {
         struct pollfd pfd = {.fd = registry->sigchld_fd, .events = POLLIN};
         struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
                                    .tv_nsec = (long)(timeout_ns % 1000000000u)};
-        struct signalfd_siginfo info;
 
-        if (timeout_ns && ppoll(&pfd, 1, &timeout, NULL) > 0)
-                while (read(registry->sigchld_fd, &info, sizeof(info)) == sizeof(info))
-                        ;
+        if (timeout_ns && ppoll(&pfd, 1, &timeout, NULL) <= 0)
+                return;
+        if (take_sigchld(registry))
+                (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                           &registry->events);
+}
+
+void sampler__drain_events(struct registry *registry)
+{
+        (void)take_sigchld(registry);
         (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
                                    &registry->events);
 }
@@ -490,11 +511,25 @@ static void record_thread(struct registry *registry, struct target *target, stru
         }
 }
 
+/* Between the targets of a long tick (unwinding and first symbolization
+ * can take a while): new children's first stops are not kept waiting
+ * longer than this, and a short tick costs no check per target. */
+static void handle_events_if_due(struct registry *registry, uint64_t *checked_ns)
+{
+        uint64_t now = monotonic_ns();
+
+        if (now - *checked_ns < EVENTS_EVERY_NS)
+                return;
+        *checked_ns = now;
+        sampler__handle_events(registry, 0);
+}
+
 /* Phase 4: unwinds every capture of this tick; returns how many blocked
  * threads need a stop to be unwound. */
 static size_t unwind_captures(struct registry *registry)
 {
         size_t needs_stop = 0;
+        uint64_t checked_ns = monotonic_ns();
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
@@ -508,9 +543,7 @@ static size_t unwind_captures(struct registry *registry)
                                 unwind_capture(registry, target, thread);
                         needs_stop += thread->needs_stop;
                 }
-                /* Unwinding (and first symbolization) can take a while:
-                 * new children's first stops are not kept waiting. */
-                sampler__handle_events(registry, 0);
+                handle_events_if_due(registry, &checked_ns);
         }
         return needs_stop;
 }
@@ -565,7 +598,7 @@ static void restop_blocked_threads(struct registry *registry)
 /* Phase 5. */
 static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
 {
-        uint64_t threads = 0;
+        uint64_t threads = 0, checked_ns = monotonic_ns();
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
@@ -577,7 +610,7 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
                         if (thread->captured || thread->reuse_last_stack)
                                 record_thread(registry, target, thread, tick_realtime_ns);
                 }
-                sampler__handle_events(registry, 0); /* as in unwind_captures */
+                handle_events_if_due(registry, &checked_ns);
         }
         if (threads > registry->stats.max_threads)
                 registry->stats.max_threads = threads;

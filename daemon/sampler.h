@@ -14,5 +14,9 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns);
 int sampler__prepare_target(struct registry *registry, struct target *target);
 void sampler__release_target(struct target *target);
 
-/* Waits up to `timeout_ns` for SIGCHLD and handles all ptrace events. */
+/* Waits up to `timeout_ns` for SIGCHLD and, if one came, handles all
+ * ptrace events (without one, none happened since the last drain). */
 void sampler__handle_events(struct registry *registry, uint64_t timeout_ns);
+/* Handles all ptrace events, SIGCHLD or not: the exit path, and the loop's
+ * idle wake-ups, as a safety net. */
+void sampler__drain_events(struct registry *registry);

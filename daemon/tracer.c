@@ -196,12 +196,15 @@ static void run_loop(struct registry *registry, int timer_fd)
         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
         while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
-                if (poll(fds, 5, 100) < 0 && errno != EINTR)
+                int ready = poll(fds, 5, 100);
+                if (ready < 0 && errno != EINTR)
                         break;
+                if (ready == 0)
+                        sampler__drain_events(registry);
                 if (fds[2].revents & POLLIN)
                         break;
                 if (fds[1].revents & POLLIN)
-                        sampler__handle_events(registry, 1);
+                        sampler__handle_events(registry, 0);
                 if (duration_over(registry, monotonic_ns()))
                         break;
                 /* A due tick first: watch upkeep (set-up of new targets)
@@ -254,7 +257,7 @@ void *tracer__main(void *arg)
         }
         export_after_tick(registry, true);
         /* Leave no signal unforwarded and no new thread unresumed. */
-        sampler__handle_events(registry, 0);
+        sampler__drain_events(registry);
         notify_main(registry, 2);
         return NULL;
 }
