@@ -251,6 +251,15 @@ void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
                 (void)ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)(event == 0 ? sig : 0));
                 return;
         }
+        if (event != PTRACE_EVENT_STOP && thread->interrupt_pending) {
+                /* Every ptrace-stop (fork, clone, exec, signal delivery)
+                 * clears the kernel's pending PTRACE_INTERRUPT trap
+                 * (JOBCTL_TRAP_STOP): no PTRACE_EVENT_STOP will follow for
+                 * it, and that sample is lost.  Left set, the flag would
+                 * keep the thread from ever being sampled again. */
+                thread->interrupt_pending = false;
+                counts->interrupts_consumed++;
+        }
         switch (event) {
         case PTRACE_EVENT_STOP:
                 handle_event_stop(target, thread, sig, handlers, arg, counts);

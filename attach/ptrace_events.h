@@ -41,6 +41,7 @@ struct ptrace_event_counts {
         uint64_t eintr_repaired;
         uint64_t forks_followed;
         uint64_t threads_detached;
+        uint64_t interrupts_consumed; /* by another stop of the thread (no sample) */
 };
 
 /* Sends PTRACE_INTERRUPT and notes the time.  0 or -errno. */

@@ -343,7 +343,7 @@ static void print_summary(const struct registry *registry)
                 "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
                 "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
                 "reused=%llu restopped=%llu merge_failed=%llu signals_forwarded=%llu "
-                "eintr_repaired=%llu cpu_ms=%llu%s\n",
+                "eintr_repaired=%llu interrupts_consumed=%llu cpu_ms=%llu%s\n",
                 registry->targets.n_targets, (unsigned long long)s->max_threads,
                 (unsigned long long)s->samples, (unsigned long long)s->skipped,
                 (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
@@ -352,8 +352,9 @@ static void print_summary(const struct registry *registry)
                 (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
                 (unsigned long long)s->samples_restopped, (unsigned long long)s->merge_failed,
                 (unsigned long long)registry->events.signals_reinjected,
-                (unsigned long long)registry->events.eintr_repaired, (unsigned long long)cpu_ms(),
-                export_summary);
+                (unsigned long long)registry->events.eintr_repaired,
+                (unsigned long long)registry->events.interrupts_consumed,
+                (unsigned long long)cpu_ms(), export_summary);
 }
 
 /* One profile builder, four renderings of it. */

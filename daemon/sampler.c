@@ -262,25 +262,31 @@ static size_t interrupt_running_threads(struct registry *registry)
         return pending;
 }
 
-static size_t count_pending(const struct registry *registry)
+/* Interrupts sent since `since_ns` whose stop has not arrived.  Older
+ * ones (a thread stuck in uninterruptible sleep past an earlier tick's
+ * wait) are not waited for again: each tick would otherwise spend its
+ * whole STOP_WAIT_NS on them. */
+static size_t count_pending(const struct registry *registry, uint64_t since_ns)
 {
         size_t pending = 0;
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 const struct target *target = registry->targets.targets[t];
-                for (size_t i = 0; !target->gone && i < target->n_threads; i++)
-                        pending += target->threads[i]->interrupt_pending;
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        const struct tthread *thread = target->threads[i];
+                        pending += thread->interrupt_pending && thread->interrupt_ns >= since_ns;
+                }
         }
         return pending;
 }
 
 /* Phase 2. */
-static void wait_for_stops(struct registry *registry, size_t pending)
+static void wait_for_stops(struct registry *registry, size_t pending, uint64_t since_ns)
 {
         uint64_t deadline = monotonic_ns() + STOP_WAIT_NS;
 
         sampler__handle_events(registry, 0);
-        while (pending && (pending = count_pending(registry)) > 0) {
+        while (pending && (pending = count_pending(registry, since_ns)) > 0) {
                 uint64_t now = monotonic_ns();
                 if (now >= deadline) {
                         /* Stuck in uninterruptible sleep: it is resumed
@@ -563,6 +569,7 @@ static void restop_blocked_threads(struct registry *registry)
 {
         struct blocked_point now;
         size_t pending = 0;
+        uint64_t since_ns = monotonic_ns();
 
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
@@ -581,7 +588,7 @@ static void restop_blocked_threads(struct registry *registry)
                 }
         }
         taking_stops = true;
-        wait_for_stops(registry, pending);
+        wait_for_stops(registry, pending, since_ns);
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
@@ -619,12 +626,12 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
 void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
 {
         size_t pending;
-        uint64_t begin;
+        uint64_t begin = monotonic_ns();
 
         registry->stats.ticks++;
         taking_stops = true; /* until wait_for_stops ends */
         pending = interrupt_running_threads(registry);
-        wait_for_stops(registry, pending);
+        wait_for_stops(registry, pending, begin);
         sample_blocked_threads(registry);
         begin = monotonic_ns();
         if (unwind_captures(registry) > 0)

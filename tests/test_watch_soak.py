@@ -240,13 +240,12 @@ def test_churn_rss_and_fds_flat_nothing_left_traced(watch):
                    f"(bound {MAX_ANON_KIB_PER_PROCESS})")
         print("\n" + report)
         print("quiet points (t, VmRSS, RssAnon, RssFile, fds):", [(round(t), *v) for t, *v in samples])
-        # The daemon really profiled the churn.  These processes live only
-        # 0.2-0.3 s, less than the 1 s in which issue 6 asks for discovery,
-        # and a new Python process's set-up (runtime detection) can take
-        # longer than that; runs here exported 47-98% of them depending on
-        # load.  The bound catches a daemon that stopped following churn,
-        # not the set-up latency (reported above and in bench/RESULTS.md).
-        assert len(pids) >= spawned * 0.3, report
+        # The daemon really profiled the churn: nearly every process, though
+        # each lives only 0.2-0.3 s.  (Runs exported 47-98% of them while a
+        # PTRACE_INTERRUPT consumed by a fork stop froze the forking parent's
+        # sampling and made every later tick wait 200 ms for it; see
+        # test_watch.py::test_fork_storm_keeps_sampling_every_child.)
+        assert len(pids) >= spawned * 0.8, report
         assert fd_slope < MAX_FD_SLOPE, report
         assert per_process < MAX_ANON_KIB_PER_PROCESS, report
     assert_nothing_stopped_or_traced(watch.token)
