@@ -880,6 +880,7 @@ def q7(cfg, report, tools):
             report.values[("q7", kind, n, "rss")] = [r["rss_mb"]]
             report.values[("q7", kind, n, "hwm")] = [r["hwm_mb"]]
             report.values[("q7", kind, n, "stopped")] = [interrupts]
+            report.values[("q7", kind, n, "samples")] = [s.get("samples", 0)]
             rows.append([label, f"{r['cpu_pct']:.2f}", f"{r['rss_mb']:.1f} ({r['anon_mb']:.1f} / {r['file_mb']:.1f})",
                          f"{r['hwm_mb']:.1f}", f"{r['rss_growth_mb']:+.1f}",
                          f"{interrupts} of {s.get('samples', 0)} ({s.get('blocked', 0)} blocked, "
@@ -973,14 +974,18 @@ def goals(report):
     if big is not None:
         cpu7, rss7 = med(("q7", "python", big, "cpu")), med(("q7", "python", big, "rss"))
         hwm7, stop7 = med(("q7", "python", big, "hwm")), med(("q7", "python", big, "stopped"))
+        all7 = med(("q7", "python", big, "samples"))
         row(f"(issue 6) Daemon CPU, {big} idle Python processes × 10 threads at 1 Hz", "≤ 2% of one core",
             None if cpu7 is None else f"{cpu7:.2f}%", cpu7 is not None and cpu7 <= 2)
         row(f"(issue 6) Daemon RSS, same load", "≤ 64 MiB",
             None if rss7 is None else f"{rss7:.1f} MiB steady, {hwm7:.1f} MiB peak",
             rss7 is not None and hwm7 <= 64)
+        # ≈ 0: one thread per process wakes every 0.5 s (bench/idle_threads),
+        # and one caught running is interrupted, as it should be; a blocked
+        # one never is.  So a few per mille at most, not exactly 0.
         row(f"(issue 6) Target pause, same load", "≈ 0 (blocked threads never interrupted)",
-            None if stop7 is None else f"{stop7:.0f} interrupted thread-samples",
-            stop7 is not None and stop7 == 0)
+            None if stop7 is None else f"{stop7:.0f} of {all7 or 0:.0f} thread-samples interrupted",
+            stop7 is not None and bool(all7) and stop7 <= 0.001 * all7)
     report.table("Goals (issue 7)", None, ["Measure", "Goal", "Measured", "Status", "Note"], rows)
     return rows
 
