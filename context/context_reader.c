@@ -152,13 +152,14 @@ static bool maps_line__candidate(const char *line, uint64_t *start, uint64_t *le
         return true;
 }
 
-static void reader__discover(struct context_reader *reader, struct target *target)
+/* Returns whether the maps named any candidate mapping (found or not). */
+static bool reader__discover(struct context_reader *reader, struct target *target)
 {
         _cleanup_fclose_ FILE *maps = NULL;
         char path[64], line[512];
         const char *why = NULL;
         uint64_t bad_at = 0;
-        bool line_start = true;
+        bool line_start = true, any = false;
 
         snprintf(path, sizeof(path), "/proc/%d/maps", (int)reader->pid);
         maps = fopen(path, "re");
@@ -171,6 +172,7 @@ static void reader__discover(struct context_reader *reader, struct target *targe
                 line_start = strchr(line, '\n') != NULL; /* long lines come in pieces */
                 if (!candidate)
                         continue;
+                any = true;
                 const char *bad = reader__check_at(reader, start, len, &header);
                 if (!bad) {
                         reader->segment = start;
@@ -180,7 +182,7 @@ static void reader__discover(struct context_reader *reader, struct target *targe
                         reader->next_index_ns = 0;
                         log_info("PID %d: span context segment at 0x%" PRIx64 ", %u slots",
                                  (int)reader->pid, start, header.slot_count);
-                        return;
+                        return true;
                 }
                 /* An inherited parent segment is normal after fork. */
                 if (strcmp(bad, "owned by another process") != 0) {
@@ -190,6 +192,7 @@ static void reader__discover(struct context_reader *reader, struct target *targe
         }
         if (why)
                 reader__warn(reader, bad_at, why);
+        return any;
 }
 
 struct slot_key {
@@ -251,7 +254,7 @@ static void reader__index(struct context_reader *reader, struct target *target)
 }
 
 void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                             bool rediscover)
+                             bool rediscover, uint64_t maps_generation)
 {
         struct context_header header;
 
@@ -267,10 +270,15 @@ void context_reader__refresh(struct context_reader *reader, struct target *targe
                         return;
                 }
         } else {
-                if (!rediscover && now_ns < reader->next_discover_ns)
+                if (!rediscover &&
+                    (now_ns < reader->next_discover_ns ||
+                     (maps_generation && maps_generation == reader->scanned_generation)))
                         return;
                 reader->next_discover_ns = now_ns + CONTEXT_DISCOVER_NS;
-                reader__discover(reader, target);
+                /* A segment being set up (or a parent's, after fork) is
+                 * looked at again; maps without any are not, until they
+                 * change. */
+                reader->scanned_generation = reader__discover(reader, target) ? 0 : maps_generation;
                 if (!reader->segment)
                         return;
                 header.claims = reader->claims + 1;

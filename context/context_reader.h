@@ -26,6 +26,7 @@ struct context_reader {
         bool index_stale; /* a slot no longer names its thread */
         bool warned;      /* one line per target about a bad segment */
         uint64_t next_discover_ns;
+        uint64_t scanned_generation; /* maps generation of a scan that found no candidate */
         uint64_t next_index_ns;
 };
 
@@ -45,9 +46,13 @@ void context_reader__init(struct context_reader *reader, pid_t pid);
 
 /* Once per tick, after every thread is resumed: re-validates the header,
  * discovers the segment (rate-limited, or at once when `rediscover`), and
- * rebuilds the tid -> slot index when slots changed owner. */
+ * rebuilds the tid -> slot index when slots changed owner.
+ * `maps_generation` changes whenever the process's mappings did
+ * (address_space__generation), 0 when unknown: /proc/PID/maps is scanned
+ * for a segment only when it changed since the last scan, so an idle
+ * process without one costs nothing. */
 void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                             bool rediscover);
+                             bool rediscover, uint64_t maps_generation);
 
 /* Stop window: copies this thread's slot into its capture with one
  * bounded process_vm_readv (nothing when it has no slot). */

@@ -155,7 +155,8 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         profiled->last_refresh_ns = monotonic_ns();
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
-        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true);
+        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
+                                profiled->space ? address_space__generation(profiled->space) : 0);
         return 0;
 }
 
@@ -357,19 +358,21 @@ static void sample_blocked_threads(struct registry *registry)
         }
 }
 
+/* The address space first: the context reader scans the maps for its
+ * segment only when they changed. */
 static void refresh_address_space(struct target *target)
 {
         struct profiled_target *profiled = target->owner;
         uint64_t now = monotonic_ns();
+        bool execed = target->execed;
 
-        context_reader__refresh(&profiled->context, target, now, target->execed);
-        if (!profiled->space)
-                return;
-        if (!target->execed && now - profiled->last_refresh_ns < MAPS_REFRESH_NS)
-                return;
-        target->execed = false;
-        profiled->last_refresh_ns = now;
-        (void)address_space__refresh(profiled->space);
+        if (profiled->space && (execed || now - profiled->last_refresh_ns >= MAPS_REFRESH_NS)) {
+                target->execed = false;
+                profiled->last_refresh_ns = now;
+                (void)address_space__refresh(profiled->space);
+        }
+        context_reader__refresh(&profiled->context, target, now, execed,
+                                profiled->space ? address_space__generation(profiled->space) : 0);
 }
 
 /* A stack that did not fit its copy gets a bigger buffer for the next

@@ -65,7 +65,11 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-#define PY_THREADS_REFRESH_NS (500ull * 1000 * 1000)
+/* A safety net only: a new thread, a thread state not found and a chunk
+ * switch each ask for a refresh themselves (unmapped_seen).  Reading every
+ * thread list twice a second was 9% of the daemon's CPU with 50 idle
+ * Python processes at 1 Hz. */
+#define PY_THREADS_REFRESH_NS (5000ull * 1000 * 1000)
 #define PY_THREADS_RETRY_NS   (20ull * 1000 * 1000)
 #define PY_NAMES_RETRY_NS     (1000ull * 1000 * 1000)
 #define PY_NAMES_REFRESH_NS   (10000ull * 1000 * 1000)
