@@ -6,18 +6,10 @@
  * place). */
 #include "daemon/progress.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include "daemon/run_stats.h"
-
-static uint64_t progress_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "util/clock.h"
 
 static uint64_t load(const uint64_t *value)
 {
@@ -42,13 +34,13 @@ void progress__init(struct progress *progress, FILE *out, double duration_s)
 {
         progress->out = out && isatty(fileno(out)) ? out : NULL;
         progress->duration_s = duration_s;
-        progress->start_ns = progress_now_ns();
+        progress->start_ns = monotonic_ns();
         progress->drawn = false;
 }
 
 void progress__draw(struct progress *progress, const struct progress_counters *counters)
 {
-        double elapsed = (double)(progress_now_ns() - progress->start_ns) / 1e9;
+        double elapsed = (double)(monotonic_ns() - progress->start_ns) / 1e9;
         char total[32] = "";
 
         if (!progress->out)

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstrict-prototypes"
@@ -33,6 +32,7 @@
 #include "export/export_config.h"
 #include "proto/otlp_logs_service.pb-c.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 
 #define EXPORT_METHOD     "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 #define SYSTEM_CA_BUNDLE  "/etc/ssl/certs/ca-certificates.crt"
@@ -179,14 +179,6 @@ int otlp_status__retryable(int status)
         }
 }
 
-static uint64_t monotonic_now_ns(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Waits for the batch; cancels the call once *abort_at_ns has passed. */
 static void wait_for_call(struct otlp_grpc *client, grpc_call *call, void *tag,
                           const uint64_t *abort_at_ns)
@@ -203,7 +195,7 @@ static void wait_for_call(struct otlp_grpc *client, grpc_call *call, void *tag,
 
                 if (event.type == GRPC_OP_COMPLETE)
                         return;
-                if (!cancelled && abort_at && monotonic_now_ns() >= abort_at) {
+                if (!cancelled && abort_at && monotonic_ns() >= abort_at) {
                         grpc_call_cancel(call, NULL);
                         cancelled = true;
                 }

@@ -52,7 +52,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "python/py_code.h"
 #include "python/py_frame.h"
@@ -63,6 +62,7 @@
 #include "profile/sample_recorder.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* A safety net only: a new thread, a thread state not found and a chunk
@@ -109,14 +109,6 @@ struct py_process {
         struct class_range class_ranges[CLASS_RANGES];
         size_t next_range;
 };
-
-static uint64_t monotonic_now(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void log_found(pid_t pid, const struct py_runtime *rt)
 {
@@ -200,7 +192,7 @@ static void refresh_threads(struct py_process *py, struct target *target, uint64
 
 void py_process__prepare(struct py_process *py, struct target *target, struct tthread *thread)
 {
-        uint64_t now_ns = monotonic_now();
+        uint64_t now_ns = monotonic_ns();
         uint64_t elapsed = now_ns - py->last_refresh_ns;
 
         if (target && ((py->unmapped_seen && elapsed >= PY_THREADS_RETRY_NS) ||
@@ -416,7 +408,7 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
             .runtime = &py->runtime,
             .codes = &py->codes,
             .capture = capture,
-            .now_ns = monotonic_now(),
+            .now_ns = monotonic_ns(),
             .items = py->scratch->items,
             .seen = py->scratch->seen,
             .seen_used = py->scratch->seen_used,
@@ -466,7 +458,7 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
 
 static const char *python_name(struct py_process *py, const struct py_thread *t, pid_t tid)
 {
-        uint64_t now_ns = monotonic_now(), elapsed = now_ns - py->names.refreshed_ns;
+        uint64_t now_ns = monotonic_ns(), elapsed = now_ns - py->names.refreshed_ns;
         const char *name = py_thread_names__find(&py->names, t->pthread, tid);
 
         if ((!name && elapsed >= PY_NAMES_RETRY_NS) || elapsed >= PY_NAMES_REFRESH_NS) {
