@@ -51,17 +51,16 @@
 #define COLLECT_EVERY_NS (5ull * 1000)
 #define EVENTS_EVERY_NS  (1000ull * 1000)
 
-/* Whether an interrupt stop is captured: only while the tick waits for its
- * stops.  One that arrives later (after wait_for_stops gave up on it, at
- * an event drain during unwinding or between ticks) only resumes the
- * thread: its capture would not be unwound. */
-static bool taking_stops;
-
+/* Only while the tick waits for its stops (registry->taking_stops) is an
+ * interrupt stop captured.  One that arrives later (after wait_for_stops
+ * gave up on it, at an event drain during unwinding or between ticks) only
+ * resumes the thread: its capture would not be unwound. */
 static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
+        struct registry *registry = arg;
         struct profiled_target *profiled = target->owner;
 
-        if (!taking_stops) {
+        if (!registry->taking_stops) {
                 thread->captured = false;
                 return;
         }
@@ -297,7 +296,7 @@ static void wait_for_stops(struct registry *registry, size_t pending, uint64_t s
                 }
                 sampler__handle_events(registry, deadline - now);
         }
-        taking_stops = false;
+        registry->taking_stops = false;
 }
 
 static bool same_point(const struct blocked_point *a, const struct blocked_point *b)
@@ -590,7 +589,7 @@ static void restop_blocked_threads(struct registry *registry)
                                 registry->stats.skipped++;
                 }
         }
-        taking_stops = true;
+        registry->taking_stops = true;
         wait_for_stops(registry, pending, since_ns);
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
@@ -632,7 +631,7 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
         uint64_t begin = monotonic_ns();
 
         registry->stats.ticks++;
-        taking_stops = true; /* until wait_for_stops ends */
+        registry->taking_stops = true; /* until wait_for_stops ends */
         pending = interrupt_running_threads(registry);
         wait_for_stops(registry, pending, begin);
         sample_blocked_threads(registry);
