@@ -196,7 +196,15 @@ int capture__grow_stack(struct capture *capture, size_t stack_capacity)
         return 0;
 }
 
-int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid)
+void capture__warm_up(const struct capture *capture)
+{
+        uint64_t word;
+
+        if (capture->stack_start)
+                (void)remote_memory__read(capture->pid, capture->stack_start, &word, sizeof(word));
+}
+
+void capture__begin_stopped(struct capture *capture, pid_t pid, pid_t tid)
 {
         capture->pid = pid;
         capture->tid = tid;
@@ -204,7 +212,11 @@ int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid)
         capture->interp.n_regions = capture->interp.used = 0;
         capture->span_slot_len = 0;
         capture->time_ns = realtime_ns();
-        if (ptrace(PTRACE_GETREGS, tid, NULL, &capture->regs) < 0)
+}
+
+int capture__copy_registers_and_stack(struct capture *capture)
+{
+        if (ptrace(PTRACE_GETREGS, capture->tid, NULL, &capture->regs) < 0)
                 return -errno;
         capture->bp_known = true;
         copy_stack(capture, capture->regs.rsp);

@@ -102,8 +102,21 @@ size_t capture__trim(struct capture *capture);
  * for a thread whose stack did not fit.  0 or -ENOMEM (buffer unchanged). */
 int capture__grow_stack(struct capture *capture, size_t stack_capacity);
 
-/* For a thread in a ptrace-stop: registers and the stack above SP. */
-int capture__from_stopped(struct capture *capture, pid_t pid, pid_t tid);
+/* Just before the interrupt, outside the stop window: one 8-byte read of
+ * the running thread's last stack copy, so that the first read inside the
+ * window is not the tracer's first touch of the target since it slept
+ * (that one costs ~10 µs on a VM, the next ones ~1 µs: measured).  Does
+ * nothing before the first capture. */
+void capture__warm_up(const struct capture *capture);
+
+/* For a thread in a ptrace-stop, in two steps: begin (no system call)
+ * empties the capture for this sample, so that memory-only copies
+ * (interpreter, span slot) may come before the registers; then registers
+ * and the stack above SP.  The first ptrace request after a stop waits
+ * until the thread is off its CPU, so a copy made between the two steps
+ * costs the thread no pause of its own. */
+void capture__begin_stopped(struct capture *capture, pid_t pid, pid_t tid);
+int capture__copy_registers_and_stack(struct capture *capture);
 
 /* For a thread blocked in a syscall: SP/PC from /proc, the stack above SP. */
 int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,

@@ -67,7 +67,8 @@ struct registry {
         struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;
         struct run_stats stats;
-        bool taking_stops; /* a tick is waiting for its interrupt stops (sampler.c) */
+        bool taking_stops;   /* a tick is waiting for its interrupt stops (sampler.c) */
+        bool spin_for_stops; /* the tracer may poll for stops: it has a CPU to spare */
         struct ptrace_event_counts events;
         uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
         uint64_t start_realtime_ns;

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -238,12 +239,22 @@ static int open_sigchld_fd(void)
         return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
+/* Polling for a stop instead of sleeping on it (sampler.c) only pays when
+ * the tracer and the stopping thread can run at the same time. */
+static bool has_spare_cpu(void)
+{
+        cpu_set_t cpus;
+
+        return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+}
+
 void *tracer__main(void *arg)
 {
         struct registry *registry = arg;
         _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 
         registry->sigchld_fd = open_sigchld_fd();
+        registry->spin_for_stops = has_spare_cpu();
         if (timer_fd < 0 || registry->sigchld_fd < 0) {
                 snprintf(registry->attach_why, sizeof(registry->attach_why),
                          "cannot create timer or signal descriptors: %s", strerror(errno));

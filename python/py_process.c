@@ -224,6 +224,11 @@ static size_t chunk_used(const struct py_offsets *o, const struct py_thread *t,
         return (size_t)(top - chunk);
 }
 
+bool py_process__knows_thread(struct py_process *py, pid_t tid)
+{
+        return py_threads__find(&py->threads, tid, 0) != NULL;
+}
+
 void py_process__capture(struct py_process *py, struct capture *capture)
 {
         const struct py_offsets *o = &py->runtime.offsets;

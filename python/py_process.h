@@ -28,6 +28,11 @@ void py_process__free(struct py_process *py);
  * state and GIL then the top frame object (two). */
 void py_process__capture(struct py_process *py, struct capture *capture);
 
+/* Whether py_process__capture can find `tid`'s thread state without its
+ * registers (the thread was matched before; a first match on 3.9/3.10
+ * needs fs_base). */
+bool py_process__knows_thread(struct py_process *py, pid_t tid);
+
 /* After the resume (cheap; call it before each merge): refreshes the
  * tstate <-> tid map when a sampled thread was unmapped (at most every
  * PY_THREADS_RETRY_NS) or every PY_THREADS_REFRESH_NS, and sizes `thread`'s
