@@ -9,20 +9,23 @@
  *   2. Wait for the interrupted threads' stops (polling for the first
  *      few tens of µs).  Each one is captured (Python data, registers,
  *      stack copy) and resumed inside the event handler.
- *   3. Blocked threads are sampled without a stop: SP/PC from
- *      /proc/.../syscall, a stack copy, then a re-check that the thread is
- *      still blocked at the same point and has not run (else: one retry,
- *      then skipped).  Stack copies stop where the thread's stack ends
- *      (learnt from earlier unwinds, attach/capture.c).
- *   4. With every thread running again: unwind.  A blocked thread whose
- *      stack needs registers /proc does not give (frame-pointer code needs
- *      RBP, which could not be recovered from the copy) is interrupted
- *      after all, but only when its syscall restarts transparently.
+ *   3. Target by target, with its interrupted threads running again:
+ *      a. Blocked threads are sampled without a stop: SP/PC from
+ *         /proc/.../syscall, a stack copy, then a re-check that the thread
+ *         is still blocked at the same point and has not run (else: one
+ *         retry, then skipped).  Stack copies stop where the thread's
+ *         stack ends (learnt from earlier unwinds, attach/capture.c).
+ *      b. Unwind.
+ *   4. A blocked thread whose stack needs registers /proc does not give
+ *      (frame-pointer code needs RBP, which could not be recovered from
+ *      the copy) is interrupted after all, but only when its syscall
+ *      restarts transparently.
  *   5. Symbolize and record.
- * Capture buffers: a thread whose last stack is reused (idle) gives its
- * buffers back (capture__trim) and gets them again just before its next
- * capture (capture__ready, outside the stop window); a thread captured
- * every tick keeps them, so busy threads cost no allocation per tick. */
+ * Capture buffers: a thread whose stack will be reused (idle) gives its
+ * buffers back (capture__trim) as soon as it is unwound, and gets them
+ * again just before its next capture (capture__ready, outside the stop
+ * window); a thread captured every tick keeps them, so busy threads cost
+ * no allocation per tick. */
 #include "daemon/sampler.h"
 
 #include <errno.h>
@@ -196,15 +199,21 @@ static bool still_idle(struct tthread *thread)
                proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
 }
 
-/* An idle thread: its last stack is recorded again, and the buffers a
- * capture needs are given back until it runs. */
-static void reuse_last_stack(struct registry *registry, struct tthread *thread)
+/* The copy buffers of a thread whose stack will be reused go back to the
+ * allocator until it runs again (capture__ready). */
+static void give_back_buffers(struct registry *registry, struct tthread *thread)
 {
         size_t freed = capture__trim(&thread->capture);
 
-        thread->reuse_last_stack = true;
         if (registry->watch)
                 registry->watch->capture_bytes_freed += freed;
+}
+
+/* An idle thread: its last stack is recorded again. */
+static void reuse_last_stack(struct registry *registry, struct tthread *thread)
+{
+        thread->reuse_last_stack = true;
+        give_back_buffers(registry, thread);
 }
 
 /* The stops that have arrived, without waiting; returns how many of the
@@ -326,7 +335,7 @@ static bool same_point(const struct blocked_point *a, const struct blocked_point
         return a->syscall_nr == b->syscall_nr && a->sp == b->sp && a->pc == b->pc;
 }
 
-/* Phase 3, for one thread.  `before` is where phase 1 saw it blocked; the
+/* Phase 3a, for one thread.  `before` is where phase 1 saw it blocked; the
  * copy is kept only if the thread is still blocked there afterwards and
  * has not run since its run count was read (after `before`).  A thread
  * that ran meanwhile is tried once more, where it is blocked now. */
@@ -365,18 +374,6 @@ static void sample_blocked(struct registry *registry, struct target *target, str
         }
 skipped:
         registry->stats.skipped++;
-}
-
-static void sample_blocked_threads(struct registry *registry)
-{
-        for (size_t t = 0; t < registry->targets.n_targets; t++) {
-                struct target *target = registry->targets.targets[t];
-                if (target->releasing || !target->owner)
-                        continue;
-                for (size_t i = 0; !target->gone && i < target->n_threads; i++)
-                        if (target->threads[i]->blocked_candidate)
-                                sample_blocked(registry, target, target->threads[i]);
-        }
 }
 
 /* The address space first: the context reader scans the maps for its
@@ -554,9 +551,37 @@ static void handle_events_if_due(struct registry *registry, uint64_t *checked_ns
         sampler__handle_events(registry, 0);
 }
 
-/* Phase 4: unwinds every capture of this tick; returns how many blocked
+/* Phase 3 for one target: its blocked threads are copied, then
+ * every capture of it is unwound, and a blocked thread whose stack will
+ * likely be reused next tick gives its copy back at once.  One target at a
+ * time, so that the copies alive together are one process's: a first tick
+ * over 50 idle processes × 10 threads would otherwise hold 500 × 32 KiB
+ * of stack copies before the first unwind.  Returns how many blocked
  * threads need a stop to be unwound. */
-static size_t unwind_captures(struct registry *registry)
+static size_t sample_and_unwind_target(struct registry *registry, struct target *target)
+{
+        size_t needs_stop = 0;
+
+        for (size_t i = 0; !target->gone && i < target->n_threads; i++)
+                if (target->threads[i]->blocked_candidate)
+                        sample_blocked(registry, target, target->threads[i]);
+        if (target->gone || target->releasing || !target->owner)
+                return 0;
+        refresh_address_space(target);
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                thread->needs_stop = false;
+                if (!thread->captured)
+                        continue;
+                unwind_capture(registry, target, thread);
+                needs_stop += thread->needs_stop;
+                if (thread->idle_key_valid && !thread->needs_stop)
+                        give_back_buffers(registry, thread);
+        }
+        return needs_stop;
+}
+
+static size_t sample_and_unwind(struct registry *registry)
 {
         size_t needs_stop = 0;
         uint64_t checked_ns = monotonic_ns();
@@ -565,14 +590,7 @@ static size_t unwind_captures(struct registry *registry)
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner || target->releasing)
                         continue;
-                refresh_address_space(target);
-                for (size_t i = 0; i < target->n_threads; i++) {
-                        struct tthread *thread = target->threads[i];
-                        thread->needs_stop = false;
-                        if (thread->captured)
-                                unwind_capture(registry, target, thread);
-                        needs_stop += thread->needs_stop;
-                }
+                needs_stop += sample_and_unwind_target(registry, target);
                 handle_events_if_due(registry, &checked_ns);
         }
         return needs_stop;
@@ -587,7 +605,7 @@ static void keep_idle_key(struct target *target, struct tthread *thread)
                                                         &thread->idle_run_count);
 }
 
-/* Phase 4, fallback: stop the blocked threads that could not be unwound,
+/* Phase 4: stop the blocked threads that could not be unwound,
  * if they are still blocked in the same (transparently restarting) call. */
 static void restop_blocked_threads(struct registry *registry)
 {
@@ -656,9 +674,8 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
         registry->taking_stops = true; /* until wait_for_stops ends */
         pending = interrupt_running_threads(registry);
         wait_for_stops(registry, pending, begin);
-        sample_blocked_threads(registry);
         begin = monotonic_ns();
-        if (unwind_captures(registry) > 0)
+        if (sample_and_unwind(registry) > 0)
                 restop_blocked_threads(registry);
         record_samples(registry, tick_realtime_ns);
         registry->stats.unwind_ns += monotonic_ns() - begin;
