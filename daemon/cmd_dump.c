@@ -2,7 +2,7 @@
  *
  * What a thread-sample becomes here: a deep copy of its frames (function,
  * file, line, module, kind) and labels (name, state, syscall, Python thread
- * id, trace/span ids), because the sampler reuses its buffers on the next
+ * name and id, trace/span ids), because the sampler reuses its buffers on the next
  * tick and the Python strings belong to the target's caches.  Each process
  * also keeps the list of all its threads at the tick, so a thread the tick
  * could not sample (it ran during the lock-free blocked-stack check) is
@@ -39,6 +39,7 @@ struct dump_frame {
 struct dump_thread {
         pid_t pid, tid;
         char name[16];
+        char python_name[64]; /* threading.Thread.name, "" when unknown */
         bool sampled;
         bool blocked;
         long syscall_nr;
@@ -182,6 +183,8 @@ static void cmd_dump__on_sample(void *arg, const struct sample_event *event)
         }
         thread->sampled = true;
         snprintf(thread->name, sizeof(thread->name), "%s", record->thread_name);
+        snprintf(thread->python_name, sizeof(thread->python_name), "%s",
+                 record->python_thread_name ? record->python_thread_name : "");
         thread->blocked = strcmp(record->thread_state, "blocked") == 0;
         thread->syscall_nr = event->syscall_nr;
         thread->has_thread_id = record->merged && record->merged->has_thread_ident;
@@ -243,6 +246,8 @@ static void print_thread_text(const struct dump_thread *thread, FILE *out)
                         syscall_names__get(thread->syscall_nr, buffer, sizeof(buffer)));
         else
                 fputs(thread->blocked ? " blocked" : " running", out);
+        if (thread->python_name[0])
+                fprintf(out, "  python_name=\"%s\"", thread->python_name);
         if (thread->has_thread_id)
                 fprintf(out, "  python_thread_id=%lld", (long long)thread->thread_id);
         if (thread->trace_id[0] && thread->span_id[0])
@@ -316,6 +321,11 @@ static void print_thread_json(const struct dump_thread *thread, FILE *out)
         if (thread->sampled && thread->blocked && thread->syscall_nr >= 0)
                 json_text__string(out,
                                   syscall_names__get(thread->syscall_nr, buffer, sizeof(buffer)));
+        else
+                fputs("null", out);
+        fputs(",\"python_name\":", out);
+        if (thread->python_name[0])
+                json_text__string(out, thread->python_name);
         else
                 fputs("null", out);
         if (thread->has_thread_id)

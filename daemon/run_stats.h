@@ -19,7 +19,8 @@ struct run_stats {
         uint64_t errors;
         uint64_t merge_failed; /* Python samples whose native/Python merge did not line up */
         uint64_t max_threads;  /* most threads alive at once, all targets */
-        uint64_t unwind_ns;    /* time spent unwinding, symbolizing, recording */
+        /* after the stops: blocked copies, unwinding, symbolizing, recording */
+        uint64_t unwind_ns;
         uint64_t pause_count;
         uint64_t pause_overflow; /* pauses of 10 ms or more */
         uint64_t pause_max_ns;

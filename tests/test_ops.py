@@ -171,10 +171,12 @@ def test_dump_python_target(start_target, tmp_path):
         assert "Thread.run" in functions, functions
         assert python[0]["file"] == str(script) and python[0]["line"] > 0
         assert isinstance(thread["python_thread_id"], int) and thread["python_thread_id"] > 0
+        assert thread["python_name"] == outer, thread  # threading.Thread(name=...)
     assert threads["py-sleeper"]["state"] == "blocked"
     text = run("dump", "--pid", target.pid).stdout
     assert re.search(rf"sleeper_leaf \({re.escape(str(script))}:\d+\)", text), text
     assert "python_thread_id=" in text
+    assert 'python_name="sleeper"' in text, text
 
 
 def test_dump_usage(blocked_target):
