@@ -40,6 +40,14 @@ struct profiled_target {
         struct context_reader context;
 };
 
+/* Whether the tracer polls for its stops instead of sleeping (sampler.c):
+ * only with a CPU to spare, and not while polls keep failing. */
+struct spin_policy {
+        bool allowed;     /* more than one CPU in the tracer's affinity */
+        unsigned skip;    /* ticks left without polling */
+        unsigned backoff; /* last skip given, doubled on each failed poll */
+};
+
 struct registry {
         struct profd_config config;
         int stop_fd;          /* eventfd: main asks the tracer to stop */
@@ -67,8 +75,8 @@ struct registry {
         struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;
         struct run_stats stats;
-        bool taking_stops;   /* a tick is waiting for its interrupt stops (sampler.c) */
-        bool spin_for_stops; /* the tracer may poll for stops: it has a CPU to spare */
+        bool taking_stops;       /* a tick is waiting for its interrupt stops (sampler.c) */
+        struct spin_policy spin; /* polling for stops (sampler.c) */
         struct ptrace_event_counts events;
         uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
         uint64_t start_realtime_ns;

@@ -55,6 +55,7 @@
 #define COLLECT_EVERY_NS  (5ull * 1000)
 #define EVENTS_EVERY_NS   (1000ull * 1000)
 #define SPIN_FOR_STOPS_NS (60ull * 1000)
+#define SPIN_BACKOFF_MAX  64 /* ticks */
 
 /* Only while the tick waits for its stops (registry->taking_stops) is an
  * interrupt stop captured.  One that arrives later (after wait_for_stops
@@ -304,20 +305,55 @@ static size_t count_pending(const struct registry *registry, uint64_t since_ns)
 
 /* Phase 2.  A stop arrives 5-20 µs after its interrupt.  A tracer that
  * sleeps for it adds its own wake-up to the thread's pause (10-20 µs more
- * on a VM, measured): with a CPU to spare, it polls waitpid for the first
- * SPIN_FOR_STOPS_NS, and sleeps only for stops that are late.  waitpid,
- * not the signalfd: it reports the stop a few µs sooner (measured). */
+ * on a quiet VM, measured): with a CPU to spare, it polls waitpid for the
+ * first SPIN_FOR_STOPS_NS, and sleeps only for stops that are late.
+ * waitpid, not the signalfd: it reports the stop a few µs sooner.
+ * On a busy host polling backfires (p50 46 -> 111 µs with two CPU hogs on
+ * 2 vCPUs, measured): the poller takes the CPU the interrupted thread
+ * needs to reach its stop.  So a poll that ends with stops still missing
+ * turns polling off for the next 1, 2, 4 ... SPIN_BACKOFF_MAX ticks. */
+static bool may_spin(struct registry *registry)
+{
+        struct spin_policy *spin = &registry->spin;
+
+        if (!spin->allowed)
+                return false;
+        if (spin->skip > 0) {
+                spin->skip--;
+                return false;
+        }
+        return true;
+}
+
+static void spin_outcome(struct registry *registry, bool all_arrived)
+{
+        struct spin_policy *spin = &registry->spin;
+
+        if (all_arrived) {
+                spin->backoff = 0;
+                return;
+        }
+        spin->backoff = spin->backoff ? spin->backoff * 2 : 1;
+        if (spin->backoff > SPIN_BACKOFF_MAX)
+                spin->backoff = SPIN_BACKOFF_MAX;
+        spin->skip = spin->backoff;
+}
+
 static void wait_for_stops(struct registry *registry, size_t pending, uint64_t since_ns)
 {
         uint64_t start = monotonic_ns(), deadline = start + STOP_WAIT_NS;
-        uint64_t spin_until = registry->spin_for_stops ? start + SPIN_FOR_STOPS_NS : 0;
+        bool spinning = pending && may_spin(registry);
 
         sampler__handle_events(registry, 0);
         while (pending && (pending = count_pending(registry, since_ns)) > 0) {
                 uint64_t now = monotonic_ns();
-                if (now < spin_until) {
+                if (spinning && now < start + SPIN_FOR_STOPS_NS) {
                         sampler__drain_events(registry);
                         continue;
+                }
+                if (spinning) {
+                        spin_outcome(registry, false);
+                        spinning = false;
                 }
                 if (now >= deadline) {
                         /* Stuck in uninterruptible sleep: it is resumed
@@ -327,6 +363,8 @@ static void wait_for_stops(struct registry *registry, size_t pending, uint64_t s
                 }
                 sampler__handle_events(registry, deadline - now);
         }
+        if (spinning)
+                spin_outcome(registry, true);
         registry->taking_stops = false;
 }
 

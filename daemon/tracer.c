@@ -254,7 +254,7 @@ void *tracer__main(void *arg)
         _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 
         registry->sigchld_fd = open_sigchld_fd();
-        registry->spin_for_stops = has_spare_cpu();
+        registry->spin.allowed = has_spare_cpu();
         if (timer_fd < 0 || registry->sigchld_fd < 0) {
                 snprintf(registry->attach_why, sizeof(registry->attach_why),
                          "cannot create timer or signal descriptors: %s", strerror(errno));
