@@ -6,7 +6,7 @@ machine, each tool's version and the goals table.  Question 7 is issue 6's
 daemon-mode load (`--watch` over 50 idle labelled processes at 1 Hz:
 daemon CPU, RSS, fds and target pause, plus a churn run); splunk-profd only.
 
-  python3 bench/run.py                 full suite (~25 min on 2 vCPUs)
+  python3 bench/run.py                 full suite (~40 min on 2 vCPUs)
   python3 bench/run.py --quick         every question once, tiny sizes (< 3 min);
                                        checks that every cell produced a number and
                                        the report renders; writes to a temp file
@@ -1171,10 +1171,9 @@ def main():
             f"**Machine:** {machine()}.", "",
             f"**Load average** (1/5/15 min) at start {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f}, "
             f"at end {load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f}. "
-            + ("The VM is shared with other engineers' builds and tests, which ran during this "
-               "run: absolute numbers drift; read the ratios, which come from interleaved windows."
-               if max(load0[0], load1[0], load0[2]) > 1.0 else
-               "The VM is shared; no heavy concurrent load was visible at start or end."), "",
+            + "The load includes the harness's own targets and profilers (up to 100 busy processes in "
+              "question 3), so it does not show by itself whether other work ran. Absolute numbers drift "
+              "with the host; read the ratios, which come from interleaved windows.", "",
             "**Versions:** " + "; ".join(f"{k} {v}" for k, v in versions.items()) + ".", "",
             f"All profilers at the same rate per cell (splunk-profd `--interval MS`, py-spy `--rate HZ`, "
             f"Austin `-i µs`). Ratios: median (min–max) over N interleaved pairs.", ""]
