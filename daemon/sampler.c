@@ -66,7 +66,7 @@ static void on_interrupt_stop(void *arg, struct target *target, struct tthread *
         struct registry *registry = arg;
         struct profiled_target *profiled = target->owner;
         struct py_process *python = profiled ? profiled->python : NULL;
-        bool python_first;
+        bool python_copied = false;
 
         if (!registry->taking_stops) {
                 thread->captured = false;
@@ -77,13 +77,12 @@ static void on_interrupt_stop(void *arg, struct target *target, struct tthread *
          * registers' ptrace request first waits for the thread to leave
          * its CPU, and the copy fills that wait (~6 µs less pause with a
          * 100-frame stack, measured). */
-        python_first = python && py_process__knows_thread(python, thread->tid);
         capture__begin_stopped(&thread->capture, target->pid, thread->tid);
-        if (python_first)
-                py_process__capture(python, &thread->capture);
+        if (python)
+                python_copied = py_process__capture(python, &thread->capture, false);
         thread->captured = capture__copy_registers_and_stack(&thread->capture) == 0;
-        if (thread->captured && python && !python_first)
-                py_process__capture(python, &thread->capture);
+        if (thread->captured && python && !python_copied)
+                (void)py_process__capture(python, &thread->capture, true);
         if (thread->captured && profiled)
                 context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
@@ -395,7 +394,7 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
                         break;
                 if (profiled && profiled->python)
-                        py_process__capture(profiled->python, &thread->capture);
+                        (void)py_process__capture(profiled->python, &thread->capture, true);
                 if (profiled)
                         context_reader__capture(&profiled->context, thread); /* blocked: stable */
                 if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||

@@ -224,23 +224,21 @@ static size_t chunk_used(const struct py_offsets *o, const struct py_thread *t,
         return (size_t)(top - chunk);
 }
 
-bool py_process__knows_thread(struct py_process *py, pid_t tid)
-{
-        return py_threads__find(&py->threads, tid, 0) != NULL;
-}
-
-void py_process__capture(struct py_process *py, struct capture *capture)
+bool py_process__capture(struct py_process *py, struct capture *capture, bool registers_read)
 {
         const struct py_offsets *o = &py->runtime.offsets;
-        uint64_t fs_base = capture->kind == CAPTURE_STOPPED ? capture->regs.fs_base : 0;
+        bool stopped = capture->kind == CAPTURE_STOPPED;
+        uint64_t fs_base = stopped && registers_read ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
         uint64_t addresses[3];
         size_t lens[3], n = 0, chunk_copied = 0;
 
         capture->interp.n_regions = capture->interp.used = 0;
+        if (!t && stopped && !registers_read)
+                return false; /* fs_base may match it: try again with it */
         if (!t) {
                 py->unmapped_seen = true;
-                return;
+                return true;
         }
         addresses[n] = t->tstate;
         lens[n++] = o->tstate_size;
@@ -259,7 +257,7 @@ void py_process__capture(struct py_process *py, struct capture *capture)
                 lens[n++] = chunk_copied;
         }
         if (capture__copy_interp(capture, addresses, lens, n) < (ssize_t)o->tstate_size)
-                return;
+                return true;
         const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
         if (t->chunk) {
                 size_t used = chunk_used(o, t, tstate);
@@ -277,7 +275,7 @@ void py_process__capture(struct py_process *py, struct capture *capture)
                 }
         }
         if (o->model != PY_FRAMES_OBJECTS)
-                return;
+                return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
         uint64_t frame;
         memcpy(&frame, tstate + o->tstate_frame, sizeof(frame));
@@ -285,6 +283,7 @@ void py_process__capture(struct py_process *py, struct capture *capture)
                 size_t len = o->frame_size;
                 (void)capture__copy_interp(capture, &frame, &len, 1);
         }
+        return true;
 }
 
 /* A class holds for a whole function: the ELF symbol holding `pc` (from

@@ -25,13 +25,12 @@ void py_process__free(struct py_process *py);
 /* Inside the stop window (no allocation, no file I/O): copies the thread
  * state of capture->tid, the GIL holder word(s) and, on 3.11+, its current
  * data-stack chunk in one process_vm_readv, or on 3.9/3.10 the thread
- * state and GIL then the top frame object (two). */
-void py_process__capture(struct py_process *py, struct capture *capture);
-
-/* Whether py_process__capture can find `tid`'s thread state without its
- * registers (the thread was matched before; a first match on 3.9/3.10
- * needs fs_base). */
-bool py_process__knows_thread(struct py_process *py, pid_t tid);
+ * state and GIL then the top frame object (two).  For a stopped thread it
+ * may be called before its registers are read (`registers_read` false):
+ * it then returns false, having copied nothing, when the thread was never
+ * matched by tid (a first match on 3.9/3.10 needs fs_base), and is called
+ * again once they are.  Otherwise true. */
+bool py_process__capture(struct py_process *py, struct capture *capture, bool registers_read);
 
 /* After the resume (cheap; call it before each merge): refreshes the
  * tstate <-> tid map when a sampled thread was unmapped (at most every
