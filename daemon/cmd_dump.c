@@ -2,8 +2,8 @@
  *
  * What a thread-sample becomes here: a deep copy of its frames (function,
  * file, line, module, kind) and labels (name, state, syscall, Python thread
- * name and id, trace/span ids), because the sampler reuses its buffers on the next
- * tick and the Python strings belong to the target's caches.  Each process
+ * name and id, trace/span ids), because the sampler reuses its buffers on
+ * the next tick and the Python strings belong to the target's caches.  Each process
  * also keeps the list of all its threads at the tick, so a thread the tick
  * could not sample (it ran during the lock-free blocked-stack check) is
  * still listed, marked "not sampled", rather than silently missing.

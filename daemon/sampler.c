@@ -147,6 +147,12 @@ void sampler__drain_events(struct registry *registry)
                                    &registry->events);
 }
 
+/* For the context reader: 0 (unknown) without an address space. */
+static uint64_t maps_generation(const struct profiled_target *profiled)
+{
+        return profiled->space ? address_space__generation(profiled->space) : 0;
+}
+
 int sampler__prepare_target(struct registry *registry, struct target *target)
 {
         struct profiled_target *profiled = calloc(1, sizeof(*profiled));
@@ -170,7 +176,7 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
-                                profiled->space ? address_space__generation(profiled->space) : 0);
+                                maps_generation(profiled));
         return 0;
 }
 
@@ -426,8 +432,7 @@ static void refresh_address_space(struct target *target)
                 profiled->last_refresh_ns = now;
                 (void)address_space__refresh(profiled->space);
         }
-        context_reader__refresh(&profiled->context, target, now, execed,
-                                profiled->space ? address_space__generation(profiled->space) : 0);
+        context_reader__refresh(&profiled->context, target, now, execed, maps_generation(profiled));
 }
 
 /* A stack that did not fit its copy gets a bigger buffer for the next
