@@ -21,6 +21,10 @@ file the target updates, see workloads.py), so nothing the profiler could
 disturb (signals, pipes) is used.  A profiled window starts WARM (1) s after
 the profiler's launch, so it measures steady state, not attach/start-up.
 Cells report the median and min-max of profiled / unprofiled over N pairs.
+The slowdown goals' cells (table 1b) alternate 100 ms windows instead,
+with one profiler run frozen by SIGSTOP for every other window: the host's
+noise comes in states lasting 0.5 s or more, which seconds-long windows
+straddle and 100 ms windows mostly do not (see alternation_cell).
 Profiler CPU and peak RSS come from wait4()'s rusage of the profiler
 process.  Our pause percentiles come from splunk-profd's summary line.
 
@@ -324,9 +328,107 @@ def ratio_cell(target, tool, hz, secs, pairs, build):
     return ratios, runs
 
 
-def is_goal_cell(kind, tool, hz):
-    """The question-1 cells the slowdown goals are judged on."""
-    return kind in ("cpu", "io") and tool in ("ours", "pyspy") and hz == 100
+# Fast alternation.  The host's noise comes in states lasting 0.5 to several
+# seconds (throughput moves by up to 30% between them), so windows seconds
+# apart compare different states.  Windows 100 ms apart mostly share one.
+# The profiler is launched once and frozen with SIGSTOP for the windows
+# without it; it stays attached, and a seized thread that is not stopped
+# runs at full speed.  A freeze must never catch the profiler while it
+# holds a target thread stopped (that window would lose time to the
+# profiler and flatter it), so freeze() checks and retries, and a window
+# whose target shows a stopped thread at its end is discarded.
+
+def thread_states(pid):
+    """The one-letter state of each of pid's threads."""
+    states = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+            states.append(stat[stat.rindex(")") + 2])
+        except (OSError, ValueError):
+            pass
+    return states
+
+
+def any_stopped(pid):
+    return any(s in "tT" for s in thread_states(pid))
+
+
+def freeze(prof_pid, target_pid):
+    """SIGSTOPs the profiler at a moment it holds no target thread stopped;
+    returns how many tries that took."""
+    tries = 0
+    while True:
+        os.kill(prof_pid, signal.SIGSTOP)
+        while True:
+            states = thread_states(prof_pid)
+            if not states or "Z" in states:
+                raise RuntimeError("profiler exited while being frozen")
+            if all(s in "tT" for s in states):
+                break
+            time.sleep(0.0002)
+        time.sleep(0.001)  # an interrupt sent just before the freeze lands within this
+        if not any_stopped(target_pid):
+            return tries
+        tries += 1
+        os.kill(prof_pid, signal.SIGCONT)
+        time.sleep(random.uniform(0.0005, 0.002))
+
+
+def sample_ticks(tool, res, raw, marker):
+    """How many times the profiler sampled the busy thread: our summary's
+    interrupted thread-samples, or py-spy's samples whose stack holds
+    `marker` (its idle threads are left out of its output)."""
+    if tool == "ours":
+        return res["summary"].get("stopped", 0)
+    with open(raw) as f:
+        return sum(int(line.rsplit(" ", 1)[1]) for line in f if marker in line)
+
+
+def alternation_cell(target, tool, hz, window, pairs, build, marker="busy (workloads.py"):
+    """Pairs of adjacent windows with the profiler running and frozen
+    (A,B then B,A): (ratios, discarded pairs, freeze retries, sampling rate
+    achieved while running).  The rate is what was measured, not asked for:
+    py-spy catches up on the samples it missed while frozen, in a burst."""
+    raw = os.path.join(TMP, "alternation.raw")
+    proc, errf = launch(tool, [target.pid], hz, int(pairs * window * 4 + 60), build,
+                        raw if tool != "ours" else None)
+    ratios, discarded, retries, running, since = [], 0, 0, True, time.monotonic()
+    running_s = 0.0
+    try:
+        time.sleep(WARM)
+        for i in range(pairs):
+            rates = {}
+            for on in ((False, True) if i % 2 == 0 else (True, False)):
+                if on and not running:
+                    os.kill(proc.pid, signal.SIGCONT)
+                    running, since = True, time.monotonic()
+                elif not on and running:
+                    retries += freeze(proc.pid, target.pid)
+                    running, running_s = False, running_s + time.monotonic() - since
+                c0, t0 = target.counter.read(), time.monotonic()
+                time.sleep(window)
+                c1, t1 = target.counter.read(), time.monotonic()
+                if not on and any_stopped(target.pid):
+                    os.kill(proc.pid, signal.SIGCONT)  # let it finish that sample
+                    running, since, rates = True, time.monotonic(), None
+                    break
+                rates[on] = (c1[0] - c0[0]) / (t1 - t0)
+            if rates is None or not rates[False]:
+                discarded += 1
+                continue
+            ratios.append(rates[True] / rates[False])
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        if running:
+            running_s += time.monotonic() - since
+        proc.send_signal(signal.SIGINT)
+        res = finish(proc, errf, 60)
+    if res["rc"] not in (0, -signal.SIGINT):
+        raise RuntimeError(f"{tool} exited {res['rc']}: {res['stderr'].strip()}")
+    rate = sample_ticks(tool, res, raw, marker) / running_s if running_s else 0.0
+    return ratios, discarded, retries, rate
 
 
 def median_ci(values, level=0.95, rounds=4000):
@@ -398,8 +500,6 @@ def q1(cfg, report, tools):
                     if (tool == "pyspy-nb" and hz != 100) or (tool == "austin" and hz == 1):
                         continue
                     secs, pairs = cfg.window, cfg.pairs
-                    if is_goal_cell(kind, tool, hz):
-                        secs, pairs = cfg.goal_window, cfg.goal_pairs
                     res = safe(report, f"Q1 {label} {TOOLS[tool]} {hz} Hz", ratio_cell,
                                target, tool, hz, secs, pairs, cfg.build)
                     if res is None:
@@ -415,17 +515,64 @@ def q1(cfg, report, tools):
             target.stop()
     report.table("1. Target slowdown (throughput profiled ÷ unprofiled)",
                  f"{cfg.window} s windows, interleaved A,B / B,A; 1.000 = no slowdown; lower is worse. "
-                 f"The cells behind the slowdown goals (workloads 1 and 2 at 100 Hz, splunk-profd and "
-                 f"py-spy) take {cfg.goal_pairs} pairs of {cfg.goal_window} s windows: on this VM the "
-                 "unprofiled throughput alone moves 3–6% between consecutive 1 s windows (and by up to "
-                 "30% when the host gets busy), so a 1% claim needs many pairs. CI = 95% bootstrap "
-                 "interval of the median ratio. "
+                 "Each profiled window is a fresh profiler run. On this VM the unprofiled throughput "
+                 "alone moves 3–10% between consecutive 1 s windows (and by up to 30% when the host "
+                 "gets busy), so these cells show large effects only; the slowdown goals are judged "
+                 "in table 1b, which resolves 1%. CI = 95% bootstrap interval of the median ratio. "
                  "Throughput = loop iterations (1–4) or completed HTTP requests (5) per wall second. "
                  "py-spy cannot profile the native workload (4), so only splunk-profd is shown there; "
                  "`--nonblocking` only at 100 Hz and Austin not at 1 Hz, to bound the run time. Each profiled window starts "
                  f"{WARM} s after the profiler's launch (steady state; attach and start-up excluded). "
                  "At 1 Hz a window holds only a couple of samples.",
                  ["Workload", "Rate", "Profiler", "Ratio median (min–max)", "95% CI of median", "Pairs"], rows)
+
+
+def q1b(cfg, report, tools):
+    """The slowdown goals' cells (workloads 1 and 2 at 100 Hz, us and
+    py-spy), by fast alternation."""
+    rows = []
+    for kind, arg, label in WORKLOADS[:2]:
+        target = safe(report, f"Q1b start {label}", Target, kind, arg, cfg.build)
+        if target is None:
+            continue
+        try:
+            for tool in [t for t in ("ours", "pyspy") if t in tools]:
+                res = safe(report, f"Q1b {label} {TOOLS[tool]}", alternation_cell,
+                           target, tool, 100, cfg.alt_window, cfg.alt_pairs, cfg.build)
+                if res is None:
+                    rows.append([label, TOOLS[tool], "error", "–", "–", "–", "–"])
+                    continue
+                ratios, discarded, retries, rate = res
+                slow = [(1 - r) * 100 for r in ratios]
+                scaled = [x * 100 / rate for x in slow] if rate else []
+                report.values[("q1b", kind, tool)] = scaled
+                rows.append([label, TOOLS[tool], pct_ci(slow), f"{rate:.0f}", pct_ci(scaled),
+                             f"{len(ratios)} ({discarded})", retries])
+                print(f"Q1b {label} {tool} {pct_ci(slow)} at {rate:.0f}/s -> {pct_ci(scaled)}", flush=True)
+        finally:
+            target.stop()
+    report.table("1b. Slowdown at 100 Hz by fast alternation (the goals' cells)",
+                 f"One profiler run per cell, frozen with SIGSTOP for every other {cfg.alt_window * 1000:.0f} ms "
+                 "window (A,B / B,A); slowdown = 1 − throughput running ÷ throughput frozen, per adjacent "
+                 "pair. Short windows share the host's state, which lasts 0.5 s or more, so the pairs are "
+                 "far tighter than table 1's. While frozen, splunk-profd stays attached (a seized thread "
+                 "that is not stopped runs at full speed) and py-spy is between samples. No frozen window "
+                 "holds a stopped target thread: the freeze is retried when it catches the profiler inside "
+                 "a sample, and a frozen window whose target shows a stopped thread at its end is "
+                 "discarded. py-spy catches up on the samples it missed while frozen, in a burst, so it "
+                 "samples its busy thread about twice per period while running; the last column scales "
+                 "each slowdown to 100 samples/s of running time (slowdown is proportional to samples "
+                 "taken), which is what the goals are judged on. Median (95% bootstrap CI).",
+                 ["Workload", "Profiler", "Slowdown while running", "Samples/s achieved",
+                  "Slowdown at 100 samples/s", "Pairs (discarded)", "Freeze retries"], rows)
+
+
+def pct_ci(values):
+    if not values:
+        return "–"
+    lo, hi = median_ci(values)
+    ci = f" ({lo:.2f} … {hi:.2f})" if lo is not None else ""
+    return f"{statistics.median(values):.2f}%{ci}"
 
 
 def q2(cfg, report, tools):
@@ -518,13 +665,24 @@ def steady_profilers(tool, pids, hz, secs, build):
     return ((c1 - c0) / (w1 - w0) * 100, setup, sum(r["rss_kb"] for r in res) / 1024, len(res), samples)
 
 
+Q3_BUSY_CPUS = 2  # the 10-target cell's total demand: 10 × 20% of a core
+
+
+def q3_busy_pct(n):
+    """Busy share of each target's busy thread: 20%, until n targets would
+    ask for more than Q3_BUSY_CPUS cores in all.  Uncapped, 100 targets
+    ask for 20 cores; on a small VM the cell then measures the
+    scheduler's fair share for the profiler, not what the profiler costs."""
+    return min(20, Q3_BUSY_CPUS * 100 // n)
+
+
 def q3(cfg, report, tools):
     rows = []
     for n in cfg.target_counts:
         targets = []
         try:
             for _ in range(n):
-                targets.append(Target("idle10"))
+                targets.append(Target("idle10", q3_busy_pct(n)))
             pids = [t.pid for t in targets]
             time.sleep(0.5)
             for hz in cfg.q3_rates:
@@ -545,8 +703,12 @@ def q3(cfg, report, tools):
             for t in targets:
                 t.stop()
     report.table("3. Profiler CPU and RSS against number of targets and rate",
-                 f"Each target: a Python process with 10 threads (1 busy 20% of the time, 9 blocked in "
-                 f"recv/queue.get/select). One run per cell. CPU = the profilers' run time "
+                 f"Each target: a Python process with 10 threads (1 busy, 9 blocked in "
+                 f"recv/queue.get/select). The busy thread runs 20% of each 10 ms, capped so that all "
+                 f"targets together ask for at most {Q3_BUSY_CPUS} cores (the 10-target cell's demand): "
+                 f"{q3_busy_pct(100)}% each at 100 targets. Uncapped, 100 targets would ask for 20 cores "
+                 f"of this VM's {os.cpu_count()}, and the profiler would get only its fair share of the "
+                 f"CPU (see the analysis). One run per cell. CPU = the profilers' run time "
                  f"(/proc/PID/task/*/schedstat) over a {cfg.q3_secs} s window in steady state, in % of one core. "
                  "The window starts once set-up is over: for splunk-profd when every target shows it as "
                  f"TracerPid, plus {Q3_SETTLE} s; py-spy and Austin, which attach per sample, get "
@@ -1009,41 +1171,35 @@ def goals(report):
 
     rows = []
 
-    def spread(*keys):
-        """Slowdown range per tool: a median inside the noise is not a result."""
-        out = []
-        for key in keys:
-            vals = v.get(key)
-            if vals:
-                lo, hi = median_ci(vals)
-                ci = f", median's 95% CI {(1 - hi) * 100:.1f}…{(1 - lo) * 100:.1f}%" if lo is not None else ""
-                out.append(f"{TOOLS[key[2]]} {(1 - max(vals)) * 100:.1f}…{(1 - min(vals)) * 100:.1f}% over {len(vals)} pairs{ci}")
-        return "range: " + "; ".join(out) if out else ""
-
-    def noisy(key, goal=0.99):
-        """The median's 95% interval straddles the goal's ratio."""
-        lo, hi = median_ci(v.get(key) or [])
-        return lo is not None and lo < goal < hi
-
-    def row(measure, goal, value, ok, note="", inconclusive=False):
+    def row(measure, goal, value, ok, note="", doubt=""):
         state = "n/a (no number)" if value is None else ("met" if ok else "**missed**")
-        if value is not None and inconclusive:
-            state = f"inconclusive ({state} on the median, but its 95% interval holds the goal's 1%)"
+        if value is not None and doubt:
+            state = f"inconclusive ({state} on the median, but {doubt})"
         rows.append([measure, goal, value if value is not None else "–", state, note])
 
-    ours1, spy1 = med(("q1", "cpu", "ours", 100)), med(("q1", "cpu", "pyspy", 100))
-    if ours1 is not None:
-        sd, sds = (1 - ours1) * 100, (1 - spy1) * 100 if spy1 is not None else None
-        row("Slowdown at 100 Hz, workload 1", "≤ 1%, and lower than py-spy's",
-            f"{sd:.1f}% (py-spy {sds:.1f}%)" if sds is not None else f"{sd:.1f}%",
-            round(sd, 2) <= 1 and (sds is None or sd <= sds), spread(("q1", "cpu", "ours", 100), ("q1", "cpu", "pyspy", 100)),
-            noisy(("q1", "cpu", "ours", 100)))
-    else:
-        row("Slowdown at 100 Hz, workload 1", "≤ 1%, and lower than py-spy's", None, False)
-    o2 = med(("q1", "io", "ours", 100))
-    row("Slowdown at 100 Hz, workload 2", "≤ 1%", None if o2 is None else f"{(1 - o2) * 100:.1f}%",
-        o2 is not None and round((1 - o2) * 100, 2) <= 1, spread(("q1", "io", "ours", 100), ("q1", "io", "pyspy", 100)),
-        noisy(("q1", "io", "ours", 100)))
+    def slowdown_row(kind, measure, goal, against_pyspy):
+        """From table 1b: slowdown % scaled to 100 samples/s, per pair."""
+        ours, spy = v.get(("q1b", kind, "ours")), v.get(("q1b", kind, "pyspy"))
+        if not ours:
+            row(measure, goal, None, False)
+            return
+        mine, (lo, hi) = statistics.median(ours), median_ci(ours)
+        value, ok, doubts = f"{mine:.2f}%", mine <= 1, []
+        note = f"95% CI {lo:.2f}…{hi:.2f}%" if lo is not None else ""
+        if lo is not None and lo < 1 < hi:
+            doubts.append("its 95% interval holds the goal's 1%")
+        if spy:
+            theirs, (slo, shi) = statistics.median(spy), median_ci(spy)
+            value += f" (py-spy {theirs:.2f}%)"
+            note += f"; py-spy's {slo:.2f}…{shi:.2f}%" if slo is not None else ""
+            if against_pyspy:
+                ok = ok and mine < theirs
+                if lo is not None and slo is not None and not (hi < slo or shi < lo):
+                    doubts.append("its 95% interval overlaps py-spy's")
+        row(measure, goal, value, ok, note + " (table 1b)", " and ".join(doubts))
+
+    slowdown_row("cpu", "Slowdown at 100 Hz, workload 1", "≤ 1%, and lower than py-spy's", True)
+    slowdown_row("io", "Slowdown at 100 Hz, workload 2", "≤ 1%", False)
     p50 = med(("q2", "deep", 100, "p50"))
     row("Pause p50, 100-frame Python stack", "≤ 40 µs", None if p50 is None else f"{p50:.0f} µs",
         p50 is not None and p50 <= 40)
@@ -1112,7 +1268,7 @@ def main():
     if cfg.quick:
         cfg.pairs = cfg.pairs or 1
         cfg.window, cfg.rates, cfg.depths, cfg.thread_counts = 1, [100], [10, 100], [1, 10]
-        cfg.goal_window, cfg.goal_pairs = 1, cfg.pairs
+        cfg.alt_window, cfg.alt_pairs = 0.1, 5
         cfg.target_counts, cfg.q3_rates, cfg.q3_secs = [1, 2], [100], 1
         cfg.q4_rates, cfg.q5_runs, cfg.q5_secs, cfg.q6_secs = [100], 1, 2, 2
         cfg.q7_counts, cfg.q7_threads, cfg.q7_warm, cfg.q7_secs, cfg.q7_churn = [1, 2], 10, 1, 2, 2
@@ -1120,13 +1276,13 @@ def main():
     else:
         cfg.pairs = cfg.pairs or 4
         cfg.window, cfg.rates, cfg.depths, cfg.thread_counts = 1, [1, 100, 1000], [10, 100, 1000], [1, 10, 100, 500]
-        cfg.goal_window, cfg.goal_pairs = 2, max(cfg.pairs, 16)
+        cfg.alt_window, cfg.alt_pairs = 0.1, 600
         cfg.target_counts, cfg.q3_rates, cfg.q3_secs = [1, 10, 100], [1, 100], 4
         cfg.q4_rates, cfg.q5_runs, cfg.q5_secs, cfg.q6_secs = [100, 1000], 3, 8, 4
         cfg.q7_counts, cfg.q7_threads, cfg.q7_warm, cfg.q7_secs, cfg.q7_churn = [1, 10, 50], 10, 10, 60, 4
         cfg.out = cfg.out or os.path.join(BENCH, "RESULTS.md")
     cfg.q5_secs = q5_secs or cfg.q5_secs
-    only = set((cfg.only or "1,2,3,4,5,6,7").split(","))
+    only = set((cfg.only or "1,1b,2,3,4,5,6,7").split(","))
     if not os.access(os.path.join(cfg.build, "splunk-profd"), os.X_OK):
         print(f"bench: {cfg.build}/splunk-profd not built", file=sys.stderr)
         return 1
@@ -1156,7 +1312,7 @@ def main():
     load0, t_start = os.getloadavg(), time.monotonic()
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     try:
-        for q, fn in (("1", q1), ("2", q2), ("3", q3), ("4", q4), ("5", q5), ("6", q6), ("7", q7)):
+        for q, fn in (("1", q1), ("1b", q1b), ("2", q2), ("3", q3), ("4", q4), ("5", q5), ("6", q6), ("7", q7)):
             if q in only:
                 print(f"== question {q}", flush=True)
                 safe(report, f"Q{q}", fn, cfg, report, tools)

@@ -26,7 +26,8 @@ Modes:
   epoll            one thread looping on libc epoll_wait (2 ms timeout, no
                    events) through ctypes, counting EINTR and wake-up
                    lateness; no busy thread, so the GIL adds no lateness
-  idle10           light load: 1 thread busy 20% of the time + 9 blocked
+  idle10 [PCT]     light load: 1 thread busy PCT% (default 20) of each 10 ms
+                   + 9 blocked
 """
 import ctypes
 import mmap
@@ -179,17 +180,17 @@ def epoll_loop():
         put(7, late_max)
 
 
-def idle_busy():
-    n = 0
+def idle_busy(pct):
+    n, busy_s = 0, 0.010 * pct / 100
     while True:
         t0 = time.monotonic()
         x = 0
-        while time.monotonic() - t0 < 0.002:
-            for i in range(200):
+        while time.monotonic() - t0 < busy_s:
+            for i in range(50):
                 x += i
         n += 1
         put(0, n)
-        time.sleep(0.008)
+        time.sleep(0.010 - busy_s)
 
 
 def main():
@@ -212,7 +213,7 @@ def main():
         start(epoll_loop)
     elif MODE == "idle10":
         keep = blockers(9)
-        start(idle_busy)
+        start(idle_busy, ARG if ARG is not None else 20)
     else:
         sys.exit(f"unknown mode {MODE}")
     print("ready", flush=True)
