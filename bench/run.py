@@ -6,7 +6,7 @@ machine, each tool's version and the goals table.  Question 7 is issue 6's
 daemon-mode load (`--watch` over 50 idle labelled processes at 1 Hz:
 daemon CPU, RSS, fds and target pause, plus a churn run); splunk-profd only.
 
-  python3 bench/run.py                 full suite (~40 min on 2 vCPUs)
+  python3 bench/run.py                 full suite (~42 min on 2 vCPUs)
   python3 bench/run.py --quick         every question once, tiny sizes (< 3 min);
                                        checks that every cell produced a number and
                                        the report renders; writes to a temp file
@@ -238,6 +238,13 @@ def launch(tool, pids, hz, secs, build, out=None, extra=()):
     return proc, errf
 
 
+def running(proc):
+    """Whether proc is still running, without reaping it: Popen.poll()
+    would, and finish()'s wait4 would then fail with ECHILD instead of
+    reporting how the profiler ended."""
+    return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+
+
 def finish(proc, errf, timeout):
     """wait4() the profiler: (rc, cpu seconds, max RSS kB, summary dict)."""
     deadline = time.monotonic() + timeout
@@ -298,7 +305,7 @@ def steady_window(target, tool, hz, secs, build):
     proc, errf = launch(tool, [target.pid], hz, WARM + secs + 1, build)
     try:
         time.sleep(WARM)
-        if proc.poll() is not None:
+        if not running(proc):
             raise RuntimeError(f"{tool} exited early")
         c0, t0 = target.counter.read(), time.monotonic()
         time.sleep(secs)
@@ -644,7 +651,7 @@ def steady_profilers(tool, pids, hz, secs, build):
         if tool == "ours":
             daemon = started[0][0].pid
             while not all(traced_by(p, daemon) for p in pids):
-                if time.monotonic() - t0 > Q3_SETUP_MAX or started[0][0].poll() is not None:
+                if time.monotonic() - t0 > Q3_SETUP_MAX or not running(started[0][0]):
                     raise RuntimeError("set-up did not finish")
                 time.sleep(0.05)
             setup = time.monotonic() - t0
@@ -657,7 +664,7 @@ def steady_profilers(tool, pids, hz, secs, build):
         c1, w1 = sum(read_run_time(p.pid) for p, _ in started), time.monotonic()
     finally:
         for p, _ in started:
-            if p.poll() is None:
+            if running(p):
                 p.send_signal(signal.SIGINT)
         with ThreadPoolExecutor(len(started)) as pool:  # poll each one's VmHWM
             res = list(pool.map(lambda pe: finish(pe[0], pe[1], 60), started))
