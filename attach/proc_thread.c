@@ -190,6 +190,23 @@ bool proc_thread__comm(const struct proc_thread_files *files, char name[16])
         return true;
 }
 
+uint64_t proc_thread__vsize(const struct proc_thread_files *files)
+{
+        char buf[1024];
+        unsigned long long vsize = 0;
+        const char *p;
+
+        if (read_small(files->stat_fd, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+                return 0;
+        /* The text after ") " starts at field 3 (state). */
+        if (sscanf(p + 2,
+                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                   "%*d %*d %*u %llu",
+                   &vsize) != 1)
+                return 0;
+        return vsize;
+}
+
 uint64_t proc_process__start_code(pid_t pid)
 {
         char buf[1024];

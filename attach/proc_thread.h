@@ -60,6 +60,12 @@ bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
 /* Parses one line of /proc/.../syscall; exposed for unit tests. */
 enum proc_syscall_result proc_syscall__parse(const char *text, struct blocked_point *point);
 
+/* The process's virtual memory size in bytes (vsize, field 23 of
+ * /proc/.../stat; any thread's file will do, the address space is
+ * shared), or 0 when unreadable.  Nearly every mmap, munmap and brk
+ * moves it, so it tells cheaply whether the maps may have changed. */
+uint64_t proc_thread__vsize(const struct proc_thread_files *files);
+
 /* An address inside the main executable's code (startcode from
  * /proc/PID/stat), or 0 when unreadable. */
 uint64_t proc_process__start_code(pid_t pid);

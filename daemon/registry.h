@@ -33,7 +33,9 @@ struct profiled_target {
         struct address_space *space;
         struct native_unwinder *unwinder;
         struct location_cache locations;
-        uint64_t last_refresh_ns;
+        uint64_t last_refresh_ns; /* maps last re-read */
+        uint64_t last_check_ns;   /* vsize last compared (sampler.c) */
+        uint64_t last_vsize;
         struct py_process *python; /* CPython frames, NULL for other processes */
         struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
         /* The span-context segment (context/). */

@@ -46,7 +46,8 @@
 #include "util/log.h"
 
 #define STOP_WAIT_NS         (200ull * 1000 * 1000)
-#define MAPS_REFRESH_NS      (1000ull * 1000 * 1000)
+#define MAPS_CHECK_NS        (1000ull * 1000 * 1000)
+#define MAPS_REFRESH_MAX_NS  (10ull * 1000 * 1000 * 1000)
 #define NAME_REFRESH_TICKS   16
 #define LOCATION_CACHE_SLOTS 16384
 #define STACK_GROWTH_LIMIT   4
@@ -172,7 +173,7 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         profiled->python = py_process__new(target->pid, &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
-        profiled->last_refresh_ns = monotonic_ns();
+        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
@@ -419,6 +420,28 @@ skipped:
         registry->stats.skipped++;
 }
 
+/* Whether the maps are worth re-reading, asked at most once per
+ * MAPS_CHECK_NS.  The maps text of a Python process is ~10 KB for the
+ * kernel to format, where vsize is one pread: the maps are re-read when
+ * vsize moved, and every MAPS_REFRESH_MAX_NS anyway, for a mapping
+ * replaced by one of the same size.  An unreadable vsize (0) counts as
+ * moved. */
+static bool maps_may_have_changed(struct target *target, struct profiled_target *profiled,
+                                  uint64_t now)
+{
+        uint64_t vsize;
+
+        if (now - profiled->last_check_ns < MAPS_CHECK_NS)
+                return false;
+        profiled->last_check_ns = now;
+        vsize = target->n_threads ? proc_thread__vsize(&target->threads[0]->files) : 0;
+        if (vsize != 0 && vsize == profiled->last_vsize &&
+            now - profiled->last_refresh_ns < MAPS_REFRESH_MAX_NS)
+                return false;
+        profiled->last_vsize = vsize;
+        return true;
+}
+
 /* The address space first: the context reader scans the maps for its
  * segment only when they changed. */
 static void refresh_address_space(struct target *target)
@@ -427,7 +450,7 @@ static void refresh_address_space(struct target *target)
         uint64_t now = monotonic_ns();
         bool execed = target->execed;
 
-        if (profiled->space && (execed || now - profiled->last_refresh_ns >= MAPS_REFRESH_NS)) {
+        if (profiled->space && (execed || maps_may_have_changed(target, profiled, now))) {
                 target->execed = false;
                 profiled->last_refresh_ns = now;
                 (void)address_space__refresh(profiled->space);

@@ -1,0 +1,36 @@
+/* Unit test of proc_thread__vsize: the kernel is the oracle.  A mapping
+ * made and unmapped by the test must move the value read through a
+ * thread's stat file by at least its size, and a thread's file must give
+ * the same value as the process's, since the address space is shared. */
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "attach/proc_thread.h"
+#include "check.h"
+
+#define MAPPING_BYTES (64ull << 20)
+
+int main(void)
+{
+        struct proc_thread_files files;
+        uint64_t before, during, after;
+        void *mapping;
+
+        CHECK(proc_thread_files__open(&files, getpid(), (pid_t)syscall(SYS_gettid)) == 0);
+        before = proc_thread__vsize(&files);
+        CHECK(before > 0);
+        mapping = mmap(NULL, MAPPING_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(mapping != MAP_FAILED);
+        during = proc_thread__vsize(&files);
+        CHECK(during >= before + MAPPING_BYTES);
+        CHECK(munmap(mapping, MAPPING_BYTES) == 0);
+        after = proc_thread__vsize(&files);
+        CHECK(after + MAPPING_BYTES <= during);
+        proc_thread_files__close(&files);
+        fprintf(stderr, "vsize %llu -> %llu -> %llu: ok\n", (unsigned long long)before,
+                (unsigned long long)during, (unsigned long long)after);
+        return 0;
+}
