@@ -362,6 +362,9 @@ def any_stopped(pid):
     return any(s in "tT" for s in thread_states(pid))
 
 
+FREEZE_TRIES_MAX = 100000  # py-spy on workload 2 needs ~9 per freeze
+
+
 def freeze(prof_pid, target_pid):
     """SIGSTOPs the profiler at a moment it holds no target thread stopped;
     returns how many tries that took."""
@@ -380,6 +383,8 @@ def freeze(prof_pid, target_pid):
             return tries
         tries += 1
         os.kill(prof_pid, signal.SIGCONT)
+        if tries > FREEZE_TRIES_MAX:
+            raise RuntimeError(f"profiler held a target thread stopped at {tries} freezes in a row")
         time.sleep(random.uniform(0.0005, 0.002))
 
 
@@ -401,25 +406,25 @@ def alternation_cell(target, tool, hz, window, pairs, build, marker="busy (workl
     raw = os.path.join(TMP, "alternation.raw")
     proc, errf = launch(tool, [target.pid], hz, int(pairs * window * 4 + 60), build,
                         raw if tool != "ours" else None)
-    ratios, discarded, retries, running, since = [], 0, 0, True, time.monotonic()
+    ratios, discarded, retries, thawed, since = [], 0, 0, True, time.monotonic()
     running_s = 0.0
     try:
         time.sleep(WARM)
         for i in range(pairs):
             rates = {}
             for on in ((False, True) if i % 2 == 0 else (True, False)):
-                if on and not running:
+                if on and not thawed:
                     os.kill(proc.pid, signal.SIGCONT)
-                    running, since = True, time.monotonic()
-                elif not on and running:
+                    thawed, since = True, time.monotonic()
+                elif not on and thawed:
                     retries += freeze(proc.pid, target.pid)
-                    running, running_s = False, running_s + time.monotonic() - since
+                    thawed, running_s = False, running_s + time.monotonic() - since
                 c0, t0 = target.counter.read(), time.monotonic()
                 time.sleep(window)
                 c1, t1 = target.counter.read(), time.monotonic()
                 if not on and any_stopped(target.pid):
                     os.kill(proc.pid, signal.SIGCONT)  # let it finish that sample
-                    running, since, rates = True, time.monotonic(), None
+                    thawed, since, rates = True, time.monotonic(), None
                     break
                 rates[on] = (c1[0] - c0[0]) / (t1 - t0)
             if rates is None or not rates[False]:
@@ -428,7 +433,7 @@ def alternation_cell(target, tool, hz, window, pairs, build, marker="busy (workl
             ratios.append(rates[True] / rates[False])
     finally:
         os.kill(proc.pid, signal.SIGCONT)
-        if running:
+        if thawed:
             running_s += time.monotonic() - since
         proc.send_signal(signal.SIGINT)
         res = finish(proc, errf, 60)
