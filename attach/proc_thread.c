@@ -190,37 +190,30 @@ bool proc_thread__comm(const struct proc_thread_files *files, char name[16])
         return true;
 }
 
-uint64_t proc_thread__vsize(const struct proc_thread_files *files)
+/* Field `field` of a stat file (numbered as in proc(5), a numeric field
+ * past the state, i.e. >= 4), or 0 when unreadable.  comm (field 2) may
+ * hold spaces and parentheses, so fields are counted from the last ')'. */
+static uint64_t stat_number(int fd, unsigned int field)
 {
         char buf[1024];
-        unsigned long long vsize = 0;
         const char *p;
 
-        if (read_small(files->stat_fd, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
+        if (read_small(fd, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
                 return 0;
-        /* The text after ") " starts at field 3 (state). */
-        if (sscanf(p + 2,
-                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                   "%*d %*d %*u %llu",
-                   &vsize) != 1)
-                return 0;
-        return vsize;
+        for (unsigned int at = 2; at < field; at++)
+                if (!(p = strchr(p + 1, ' ')))
+                        return 0;
+        return strtoull(p + 1, NULL, 10);
+}
+
+uint64_t proc_thread__vsize(const struct proc_thread_files *files)
+{
+        return stat_number(files->stat_fd, 23);
 }
 
 uint64_t proc_process__start_code(pid_t pid)
 {
-        char buf[1024];
-        unsigned long long start_code = 0;
-        const char *p;
         _cleanup_close_ int fd = open_task_file(pid, pid, "stat");
 
-        if (read_small(fd, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')))
-                return 0;
-        /* Field 26 (startcode); the text after ") " starts at field 3. */
-        if (sscanf(p + 2,
-                   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                   "%*d %*d %*u %*u %*d %*u %llu",
-                   &start_code) != 1)
-                return 0;
-        return start_code;
+        return stat_number(fd, 26);
 }

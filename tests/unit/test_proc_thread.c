@@ -1,7 +1,7 @@
-/* Unit test of proc_thread__vsize: the kernel is the oracle.  A mapping
- * made and unmapped by the test must move the value read through a
- * thread's stat file by at least its size, and a thread's file must give
- * the same value as the process's, since the address space is shared. */
+/* Unit test of the /proc stat readers; the kernel is the oracle.  A
+ * mapping made and unmapped by the test must move vsize, read through a
+ * thread's stat file, by at least its size; startcode must lie at or
+ * below this test's own main(). */
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -30,6 +30,8 @@ int main(void)
         after = proc_thread__vsize(&files);
         CHECK(after + MAPPING_BYTES <= during);
         proc_thread_files__close(&files);
+        CHECK(proc_process__start_code(getpid()) != 0);
+        CHECK(proc_process__start_code(getpid()) <= (uint64_t)(uintptr_t)&main);
         fprintf(stderr, "vsize %llu -> %llu -> %llu: ok\n", (unsigned long long)before,
                 (unsigned long long)during, (unsigned long long)after);
         return 0;
