@@ -32,6 +32,7 @@ Exit status: 0 when the harness ran (whatever the numbers), 1 when it broke
 (in --quick: any cell without a number, or the report failed to render).
 """
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -478,6 +479,18 @@ class Report:
         self.sections.append("\n".join(lines) + "\n")
 
 
+@contextlib.contextmanager
+def started(report, what, kind, arg=None, build=None):
+    """A workload for one question, stopped when the block ends; None
+    (with the failure in the report) when it did not start."""
+    target = safe(report, what, Target, kind, arg, build)
+    try:
+        yield target
+    finally:
+        if target is not None:
+            target.stop()
+
+
 def safe(report, what, fn, *args):
     """Runs one cell; a failure becomes a table entry, and in --quick a
     missing number."""
@@ -501,10 +514,9 @@ WORKLOADS = [("cpu", None, "(1) CPU-bound Python, 1 thread"),
 def q1(cfg, report, tools):
     rows = []
     for kind, arg, label in WORKLOADS:
-        target = safe(report, f"Q1 start {label}", Target, kind, arg, cfg.build)
-        if target is None:
-            continue
-        try:
+        with started(report, f"Q1 start {label}", kind, arg, cfg.build) as target:
+            if target is None:
+                continue
             for hz in cfg.rates:
                 for tool in tools:
                     if kind == "native" and tool != "ours":
@@ -523,8 +535,6 @@ def q1(cfg, report, tools):
                     ci = f"{lo:.3f}–{hi:.3f}" if lo is not None else "–"
                     rows.append([label, f"{hz} Hz", TOOLS[tool], fmt(ratios), ci, f"{len(ratios)} × {secs} s"])
                     print(f"Q1 {label} {tool} {hz}Hz {fmt(ratios)}", flush=True)
-        finally:
-            target.stop()
     report.table("1. Target slowdown (throughput profiled ÷ unprofiled)",
                  f"{cfg.window} s windows, interleaved A,B / B,A; 1.000 = no slowdown; lower is worse. "
                  "Each profiled window is a fresh profiler run. On this VM the unprofiled throughput "
@@ -544,10 +554,9 @@ def q1b(cfg, report, tools):
     py-spy), by fast alternation."""
     rows = []
     for kind, arg, label in WORKLOADS[:2]:
-        target = safe(report, f"Q1b start {label}", Target, kind, arg, cfg.build)
-        if target is None:
-            continue
-        try:
+        with started(report, f"Q1b start {label}", kind, arg, cfg.build) as target:
+            if target is None:
+                continue
             for tool in [t for t in ("ours", "pyspy") if t in tools]:
                 res = safe(report, f"Q1b {label} {TOOLS[tool]}", alternation_cell,
                            target, tool, 100, cfg.alt_window, cfg.alt_pairs, cfg.build)
@@ -561,8 +570,6 @@ def q1b(cfg, report, tools):
                 rows.append([label, TOOLS[tool], pct_ci(slow), f"{rate:.0f}", pct_ci(scaled),
                              f"{len(ratios)} ({discarded})", retries])
                 print(f"Q1b {label} {tool} {pct_ci(slow)} at {rate:.0f}/s -> {pct_ci(scaled)}", flush=True)
-        finally:
-            target.stop()
     report.table("1b. Slowdown at 100 Hz by fast alternation (the goals' cells)",
                  f"One profiler run per cell, frozen with SIGSTOP for every other {cfg.alt_window * 1000:.0f} ms "
                  "window (A,B / B,A); slowdown = 1 − throughput running ÷ throughput frozen, per adjacent "
@@ -592,10 +599,9 @@ def q2(cfg, report, tools):
     cases = [("deep", d, f"Python stack depth {d}") for d in cfg.depths] + \
             [("threads", n, f"{n} threads (1 busy, {n - 1} blocked)") for n in cfg.thread_counts]
     for kind, arg, label in cases:
-        target = safe(report, f"Q2 start {label}", Target, kind, arg, cfg.build)
-        if target is None:
-            continue
-        try:
+        with started(report, f"Q2 start {label}", kind, arg, cfg.build) as target:
+            if target is None:
+                continue
             for tool in [t for t in ("ours", "pyspy") if t in tools]:
                 res = safe(report, f"Q2 {label} {TOOLS[tool]}", ratio_cell,
                            target, tool, 100, cfg.window, cfg.pairs, cfg.build)
@@ -616,8 +622,6 @@ def q2(cfg, report, tools):
                 report.values[("q2", kind, arg, tool)] = ratios
                 rows.append([label, TOOLS[tool]] + cells + [fmt(ratios), len(ratios)])
                 print(f"Q2 {label} {tool} {cells} {fmt(ratios)}", flush=True)
-        finally:
-            target.stop()
     report.table("2. Pause per thread-sample against stack depth and thread count (100 Hz)",
                  "splunk-profd: pause = PTRACE_INTERRUPT to PTRACE_CONT per stopped thread, from its "
                  "summary line (median and min–max over the runs of each run's p50/p99). py-spy does "
@@ -733,10 +737,9 @@ def q3(cfg, report, tools):
 
 def q4(cfg, report, tools):
     rows = []
-    target = safe(report, "Q4 start", Target, "epoll")
-    if target is None:
-        return
-    try:
+    with started(report, "Q4 start", "epoll") as target:
+        if target is None:
+            return
         for tool in tools:
             for hz in cfg.q4_rates:
                 if tool == "pyspy-nb" and hz != 100:
@@ -771,8 +774,6 @@ def q4(cfg, report, tools):
                 rows.append(["epoll_wait thread", f"{hz} Hz", TOOLS[tool], str(sum(eintr)),
                              fmt(late_b, 0), fmt(late_p, 0), stopped, len(res)])
                 print(f"Q4 {tool} {hz} eintr={sum(eintr)} late {fmt(late_b, 0)} -> {fmt(late_p, 0)}", flush=True)
-    finally:
-        target.stop()
     report.table("4. Blocked threads: pause imposed and EINTRs seen",
                  "Target: one thread looping on libc `epoll_wait(timeout=2 ms)` through ctypes (no events, "
                  "no busy thread, so no GIL contention), counting `EINTR` returns and the wake-up "
@@ -825,12 +826,11 @@ def shares(path):
 
 def q5(cfg, report, tools):
     rows = []
-    target = safe(report, "Q5 start", Target, "split", 8)
-    if target is None:
-        return
     ext = {"ours": ".txt", "pyspy": ".raw", "pyspy-nb": ".raw", "austin": ".austin"}
     results = {t: [] for t in tools}
-    try:
+    with started(report, "Q5 start", "split", 8) as target:
+        if target is None:
+            return
         time.sleep(1)
         for _ in range(cfg.q5_runs):
             for tool in tools:
@@ -847,8 +847,6 @@ def q5(cfg, report, tools):
                 r = safe(report, f"Q5 {TOOLS[tool]}", run)
                 if r is not None:
                     results[tool].append(r)
-    finally:
-        target.stop()
     for tool in tools:
         runs = results[tool]
         if not runs:
@@ -885,10 +883,9 @@ def q6(cfg, report, tools):
                      ["Measure", "Value"], [])
         return
     rows = []
-    target = safe(report, "Q6 start", Target, "split", 8)
-    if target is None:
-        return
-    try:
+    with started(report, "Q6 start", "split", 8) as target:
+        if target is None:
+            return
         with Receiver() as rx:
             per_sample, per_req, per_rec, deltas = [], [], [], []
             for i in range(cfg.pairs):
@@ -916,8 +913,6 @@ def q6(cfg, report, tools):
         report.values[("q6", "bps")] = per_sample
         report.values[("q6", "cpu")] = per_req
         print(f"Q6 {rows}", flush=True)
-    finally:
-        target.stop()
     report.table("6. Export (splunk-profd only; py-spy and Austin have no OTLP export)",
                  f"Workload 3 at 100 Hz, {cfg.q6_secs} s runs, `--flush-interval 1000` (one Splunk log "
                  "record per second), to tests/otlp_receiver.py on loopback; interleaved with --no-export "
