@@ -7,8 +7,8 @@
 #include <sys/types.h>
 
 #include "python/py_offsets.h"
-#include "symbolize/hashtab.h"
-#include "symbolize/string_pool.h"
+#include "util/hashtab.h"
+#include "util/string_pool.h"
 
 #define PY_CODE_CACHE_MAX   16384       /* entries; the cache is emptied when full */
 #define PY_LINETABLE_MAX    (64u << 10) /* larger tables: line -1 */

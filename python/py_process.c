@@ -59,7 +59,7 @@
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
 #include "python/py_thread_names.h"
-#include "profile/sample_recorder.h"
+#include "pprof/sample_recorder.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "util/clock.h"

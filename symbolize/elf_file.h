@@ -4,8 +4,8 @@
 #include <gelf.h>
 #include <stdbool.h>
 
-#include "symbolize/hashtab.h"
-#include "symbolize/string_pool.h"
+#include "util/hashtab.h"
+#include "util/string_pool.h"
 
 struct shared_symbols;
 

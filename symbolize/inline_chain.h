@@ -4,7 +4,7 @@
 #include <elfutils/libdwfl.h>
 #include <stdint.h>
 
-#include "symbolize/string_pool.h"
+#include "util/string_pool.h"
 #include "symbolize/symbolizer.h"
 
 /* Resolves `address` (absolute, in mod's Dwfl) into out->lines/n_lines,

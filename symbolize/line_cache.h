@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "symbolize/elf_file.h"
-#include "symbolize/hashtab.h"
+#include "util/hashtab.h"
 #include "symbolize/symbolizer.h"
 
 #define LINE_CACHE_MAX_ENTRIES (1u << 18)

@@ -1,7 +1,7 @@
 /* mapping_pool.h — interned struct mapped_file objects. */
 #pragma once
 
-#include "symbolize/hashtab.h"
+#include "util/hashtab.h"
 #include "symbolize/symbolizer.h"
 
 struct mapping_pool {

@@ -1,7 +1,7 @@
 /* source_path.h — source file names as users expect to read them. */
 #pragma once
 
-#include "symbolize/string_pool.h"
+#include "util/string_pool.h"
 
 /* Interns `file` made absolute against `comp_dir` (when file is relative
  * and comp_dir absolute) and lexically normalized ("a/./b/../c" -> "a/c").

@@ -10,7 +10,7 @@
 #include "symbolize/elf_file.h"
 #include "symbolize/line_cache.h"
 #include "symbolize/mapping_pool.h"
-#include "symbolize/string_pool.h"
+#include "util/string_pool.h"
 #include "symbolize/symbolizer.h"
 
 struct symbolizer {

@@ -1,5 +1,5 @@
 /* array.h — growth of the plain (items, count, capacity) arrays used
- * throughout: the export/ tables, the symbolizer's layouts, dump and top. */
+ * throughout: the pprof/ tables, the symbolizer's layouts, dump and top. */
 #pragma once
 
 #include <stddef.h>

@@ -1,10 +1,10 @@
-/* test_location_cache.c — unit tests for profile/location_cache.c: the
+/* test_location_cache.c — unit tests for pprof/location_cache.c: the
  * address table starts small, keeps every entry while it doubles, stops at
  * the capacity asked for and is emptied (not grown) when full there; a
  * change of address-space generation empties it. */
 #include <stdio.h>
 
-#include "profile/location_cache.h"
+#include "pprof/location_cache.h"
 #include "tests/unit/check.h"
 
 #define MAX_SLOTS 4096

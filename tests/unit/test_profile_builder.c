@@ -1,4 +1,4 @@
-/* test_profile_builder.c — unit tests for export/: deduplication in the
+/* test_profile_builder.c — unit tests for pprof/: deduplication in the
  * profile builder, the encoded Profile as protobuf-c reads it back, gzip
  * round trips through zlib's inflate, and the atomic file writer. */
 #include <dirent.h>
@@ -10,9 +10,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "export/gzip.h"
-#include "export/profile_builder.h"
-#include "export/profile_file.h"
+#include "util/gzip.h"
+#include "pprof/profile_builder.h"
+#include "pprof/profile_file.h"
 #include "proto/profile.pb-c.h"
 #include "util/cleanup.h"
 #include "tests/unit/check.h"

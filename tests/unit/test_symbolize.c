@@ -14,7 +14,7 @@
 #include "symbolize/mapping_pool.h"
 #include "symbolize/proc_maps.h"
 #include "symbolize/source_path.h"
-#include "symbolize/string_pool.h"
+#include "util/string_pool.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "tests/unit/check.h"

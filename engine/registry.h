@@ -1,0 +1,86 @@
+/* registry.h — the one piece of run-wide state, handed down by pointer:
+ * config, targets, caches, the profile being built and the counters.
+ *
+ * Ownership by thread: the tracer thread owns everything below `tracer
+ * only` until it exits; the main thread reads it only after joining. */
+#pragma once
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "attach/ptrace_events.h"
+#include "attach/target_set.h"
+#include "context/context_reader.h"
+#include "engine/config.h"
+#include "cli/progress.h"
+#include "engine/run_stats.h"
+#include "engine/sample_sink.h"
+#include "pprof/sample_recorder.h"
+#include "python/py_frame.h"
+
+struct symbolizer;
+struct profile_builder;
+struct address_space;
+struct native_unwinder;
+struct py_process;
+struct otlp_target;
+struct exporter;
+struct watch;
+
+/* Per-target sampler state, hung on target->owner. */
+struct profiled_target {
+        struct address_space *space;
+        struct native_unwinder *unwinder;
+        struct location_cache locations;
+        uint64_t last_refresh_ns; /* maps last re-read */
+        uint64_t last_check_ns;   /* vsize last compared (sampler.c) */
+        uint64_t last_vsize;
+        struct py_process *python; /* CPython frames, NULL for other processes */
+        struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
+        /* The span-context segment (context/). */
+        struct context_reader context;
+};
+
+/* Whether the tracer polls for its stops instead of sleeping (sampler.c):
+ * only with a CPU to spare, and not while polls keep failing. */
+struct spin_policy {
+        bool allowed;     /* more than one CPU in the tracer's affinity */
+        unsigned skip;    /* ticks left without polling */
+        unsigned backoff; /* last skip given, doubled on each failed poll */
+};
+
+struct registry {
+        struct profd_config config;
+        int stop_fd;          /* eventfd: main asks the tracer to stop */
+        int done_fd;          /* eventfd: the tracer is attached (1) or finished (2) */
+        int attach_error;     /* 0, or -errno of the first failed attach */
+        int attach_exit_code; /* exit status to use for attach_error */
+        char attach_why[256];
+        struct exporter *exporter; /* NULL: no export; thread-safe submit */
+        /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS=true: keep SDK threads' samples. */
+        bool include_internal_stacks;
+        struct progress_counters progress; /* tracer publishes after each tick, main reads */
+        struct sample_sink sink;           /* dump/top: per-sample consumer (sample_sink.h) */
+        /* --watch: SIGHUP settings, queued by main under reload_lock */
+        int reload_fd; /* eventfd: main -> tracer, settings pending */
+        pthread_mutex_t reload_lock;
+        bool reload_pending;
+        struct watch_settings reload;
+        _Atomic uint64_t heartbeat; /* tracer loop iterations (watchdog) */
+        /* tracer only */
+        int sigchld_fd;
+        struct target_set targets;
+        struct watch *watch; /* NULL unless --watch */
+        struct symbolizer *symbolizer;
+        struct py_walk_scratch py_scratch; /* every Python walk's scratch */
+        struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */
+        struct sample_recorder recorder;
+        struct run_stats stats;
+        bool taking_stops;       /* a tick is waiting for its interrupt stops (sampler.c) */
+        struct spin_policy spin; /* polling for stops (sampler.c) */
+        struct ptrace_event_counts events;
+        uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+        uint64_t start_realtime_ns;
+        uint64_t export_encode_ns; /* time spent encoding Splunk records */
+};

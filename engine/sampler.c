@@ -1,0 +1,747 @@
+/* sampler.c — one tick: stop only the threads that must be stopped, for as
+ * short a time as possible, then do the slow work.
+ *
+ *   1. For each thread, read /proc just before acting: a thread still
+ *      idle since its last (blocked) sample, by its schedstat run count,
+ *      reuses its last stack; otherwise /proc/.../syscall says whether it
+ *      is running (interrupted at once) or blocked, and where (noted).
+ *      Stops that arrive meanwhile are handled during the scan.
+ *   2. Wait for the interrupted threads' stops (polling for the first
+ *      few tens of µs).  Each one is captured (Python data, registers,
+ *      stack copy) and resumed inside the event handler.
+ *   3. Target by target, with its interrupted threads running again:
+ *      a. Blocked threads are sampled without a stop: SP/PC from
+ *         /proc/.../syscall, a stack copy, then a re-check that the thread
+ *         is still blocked at the same point and has not run (else: one
+ *         retry, then skipped).  Stack copies stop where the thread's
+ *         stack ends (learnt from earlier unwinds, attach/capture.c).
+ *      b. Unwind.
+ *   4. A blocked thread whose stack needs registers /proc does not give
+ *      (frame-pointer code needs RBP, which could not be recovered from
+ *      the copy) is interrupted after all, but only when its syscall
+ *      restarts transparently.
+ *   5. Symbolize and record.
+ * Capture buffers: a thread whose stack will be reused (idle) gives its
+ * buffers back (capture__trim) as soon as it is unwound, and gets them
+ * again just before its next capture (capture__ready, outside the stop
+ * window); a thread captured every tick keeps them, so busy threads cost
+ * no allocation per tick. */
+#include "engine/sampler.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "otlp/otlp_target.h"
+#include "pprof/profile_builder.h"
+#include "attach/syscall_restart.h"
+#include "engine/watch.h"
+#include "python/py_process.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/native_unwinder.h"
+#include "util/log.h"
+
+#define STOP_WAIT_NS         (200ull * 1000 * 1000)
+#define MAPS_CHECK_NS        (1000ull * 1000 * 1000)
+#define MAPS_REFRESH_MAX_NS  (10ull * 1000 * 1000 * 1000)
+#define NAME_REFRESH_TICKS   16
+#define LOCATION_CACHE_SLOTS 16384
+#define STACK_GROWTH_LIMIT   4
+/* A stop takes 10-20 µs to arrive: look for stops no more often than this
+ * while scanning the remaining threads. */
+#define COLLECT_EVERY_NS  (5ull * 1000)
+#define EVENTS_EVERY_NS   (1000ull * 1000)
+#define SPIN_FOR_STOPS_NS (60ull * 1000)
+#define SPIN_BACKOFF_MAX  64 /* ticks */
+
+/* Only while the tick waits for its stops (registry->taking_stops) is an
+ * interrupt stop captured.  One that arrives later (after wait_for_stops
+ * gave up on it, at an event drain during unwinding or between ticks) only
+ * resumes the thread: its capture would not be unwound. */
+static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
+{
+        struct registry *registry = arg;
+        struct profiled_target *profiled = target->owner;
+        struct py_process *python = profiled ? profiled->python : NULL;
+        bool python_copied = false;
+
+        if (!registry->taking_stops) {
+                thread->captured = false;
+                return;
+        }
+        /* Python frame data in the same stop window (one or two reads),
+         * before the registers when it can do without them: the
+         * registers' ptrace request first waits for the thread to leave
+         * its CPU, and the copy fills that wait (~6 µs less pause with a
+         * 100-frame stack, measured). */
+        capture__begin_stopped(&thread->capture, target->pid, thread->tid);
+        if (python)
+                python_copied = py_process__capture(python, &thread->capture, false);
+        thread->captured = capture__copy_registers_and_stack(&thread->capture) == 0;
+        if (thread->captured && python && !python_copied)
+                (void)py_process__capture(python, &thread->capture, true);
+        if (thread->captured && profiled)
+                context_reader__capture(&profiled->context, thread); /* one 64-byte read */
+}
+
+static void on_target_changed(void *arg, struct target *target)
+{
+        struct registry *registry = arg;
+
+        if (target->gone)
+                log_info("PID %d exited", (int)target->pid);
+        else if (target->execed)
+                log_info("PID %d executed a new program", (int)target->pid);
+        if (registry->watch && !target->gone && target->execed)
+                watch__on_exec(registry, target);
+}
+
+static void on_fork(void *arg, struct target *parent, pid_t child)
+{
+        struct registry *registry = arg;
+
+        if (registry->watch)
+                watch__on_fork(registry, parent, child);
+}
+
+const struct ptrace_event_handlers sampler_event_handlers = {
+    .on_interrupt_stop = on_interrupt_stop,
+    .on_target_changed = on_target_changed,
+    .on_fork = on_fork,
+};
+
+/* Consumes the pending SIGCHLD, if any.  SIGCHLD does not queue: one
+ * read empties the signalfd. */
+static bool take_sigchld(struct registry *registry)
+{
+        struct signalfd_siginfo info[4];
+
+        return read(registry->sigchld_fd, info, sizeof(info)) > 0;
+}
+
+/* Every ptrace event (stop, exit, fork) raises SIGCHLD, so without one
+ * pending nothing happened since the last drain, and waitpid is not
+ * called: with hundreds of tracees each waitpid(-1) scans all of them.
+ * The signal is consumed before draining, so an event after the read
+ * raises a new one. */
+void sampler__handle_events(struct registry *registry, uint64_t timeout_ns)
+{
+        struct pollfd pfd = {.fd = registry->sigchld_fd, .events = POLLIN};
+        struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
+                                   .tv_nsec = (long)(timeout_ns % 1000000000u)};
+
+        if (timeout_ns && ppoll(&pfd, 1, &timeout, NULL) <= 0)
+                return;
+        if (take_sigchld(registry))
+                (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                           &registry->events);
+}
+
+void sampler__drain_events(struct registry *registry)
+{
+        (void)take_sigchld(registry);
+        (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                   &registry->events);
+}
+
+/* For the context reader: 0 (unknown) without an address space. */
+static uint64_t maps_generation(const struct profiled_target *profiled)
+{
+        return profiled->space ? address_space__generation(profiled->space) : 0;
+}
+
+int sampler__prepare_target(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled = calloc(1, sizeof(*profiled));
+
+        if (!profiled)
+                return -ENOMEM;
+        profiled->space = address_space__new(registry->symbolizer, target->pid);
+        if (profiled->space)
+                profiled->unwinder = native_unwinder__new(profiled->space, target->pid);
+        if (!profiled->unwinder)
+                log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
+                            (int)target->pid);
+        (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
+        if (registry->builder)
+                sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
+                                                  proc_process__start_code(target->pid));
+        profiled->python = py_process__new(target->pid, &registry->py_scratch);
+        for (size_t i = 0; profiled->python && i < target->n_threads; i++)
+                py_process__prepare(profiled->python, target, target->threads[i]);
+        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
+        target->owner = profiled;
+        context_reader__init(&profiled->context, target->pid);
+        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
+                                maps_generation(profiled));
+        return 0;
+}
+
+void sampler__release_target(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (!profiled)
+                return;
+        location_cache__release(&profiled->locations);
+        py_process__free(profiled->python);
+        native_unwinder__free(profiled->unwinder);
+        address_space__free(profiled->space);
+        free(profiled);
+        target->owner = NULL;
+}
+
+/* Phase 1, first step: a thread whose last sample was taken while it was
+ * blocked, and that has not been on a CPU since, is still there: its last
+ * stack is reused after one read of schedstat. */
+static bool still_idle(struct tthread *thread)
+{
+        uint64_t key;
+
+        return thread->idle_key_valid && thread->last_stack_valid &&
+               proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
+}
+
+/* The copy buffers of a thread whose stack will be reused go back to the
+ * allocator until it runs again (capture__ready). */
+static void give_back_buffers(struct registry *registry, struct tthread *thread)
+{
+        size_t freed = capture__trim(&thread->capture);
+
+        if (registry->watch)
+                registry->watch->capture_bytes_freed += freed;
+}
+
+/* An idle thread: its last stack is recorded again. */
+static void reuse_last_stack(struct registry *registry, struct tthread *thread)
+{
+        thread->reuse_last_stack = true;
+        give_back_buffers(registry, thread);
+}
+
+/* The stops that have arrived, without waiting; returns how many of the
+ * `outstanding` interrupts may still be unanswered (an estimate: other
+ * events count as answers too, which only ends the collecting early). */
+static size_t collect_stops(struct registry *registry, size_t outstanding)
+{
+        int handled = ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
+                                           &registry->events);
+
+        if (handled <= 0)
+                return outstanding;
+        return (size_t)handled < outstanding ? outstanding - (size_t)handled : 0;
+}
+
+/* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
+ * if not, where it is blocked (one read instead of stat, then syscall).
+ * While interrupted threads' stops may be outstanding, each step also
+ * collects the stops that arrived, so that a thread interrupted early in
+ * a long list is resumed without waiting for the rest of the scan. */
+static size_t interrupt_running_threads(struct registry *registry)
+{
+        size_t pending = 0, outstanding = 0;
+        uint64_t collected_ns = 0;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                if (target->releasing || !target->owner)
+                        continue; /* not sampled (engine/watch.c) */
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        if (outstanding > 0 && monotonic_ns() - collected_ns >= COLLECT_EVERY_NS) {
+                                outstanding = collect_stops(registry, outstanding);
+                                collected_ns = monotonic_ns();
+                        }
+                        /* An event may have ended or released the target. */
+                        if (target->gone || target->releasing || !target->owner ||
+                            i >= target->n_threads)
+                                break;
+                        struct tthread *thread = target->threads[i];
+                        thread->captured = thread->blocked_candidate = false;
+                        thread->reuse_last_stack = false;
+                        if (thread->group_stopped || thread->interrupt_pending)
+                                continue;
+                        if (still_idle(thread)) {
+                                reuse_last_stack(registry, thread);
+                                continue;
+                        }
+                        switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
+                        case PROC_SYSCALL_RUNNING:
+                                (void)capture__ready(&thread->capture);
+                                capture__warm_up(&thread->capture);
+                                if (ptrace_events__interrupt(thread) == 0) {
+                                        pending++;
+                                        outstanding++;
+                                        collected_ns = thread->interrupt_ns;
+                                } else {
+                                        registry->stats.skipped++;
+                                }
+                                break;
+                        case PROC_SYSCALL_BLOCKED:
+                                thread->blocked_candidate = true;
+                                break;
+                        case PROC_SYSCALL_GONE:
+                                break;
+                        }
+                }
+        }
+        return pending;
+}
+
+/* Interrupts sent since `since_ns` whose stop has not arrived.  Older
+ * ones (a thread stuck in uninterruptible sleep past an earlier tick's
+ * wait) are not waited for again: each tick would otherwise spend its
+ * whole STOP_WAIT_NS on them. */
+static size_t count_pending(const struct registry *registry, uint64_t since_ns)
+{
+        size_t pending = 0;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                const struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        const struct tthread *thread = target->threads[i];
+                        pending += thread->interrupt_pending && thread->interrupt_ns >= since_ns;
+                }
+        }
+        return pending;
+}
+
+/* Phase 2.  A stop arrives 5-20 µs after its interrupt.  A tracer that
+ * sleeps for it adds its own wake-up to the thread's pause (10-20 µs more
+ * on a quiet VM, measured): with a CPU to spare, it polls waitpid for the
+ * first SPIN_FOR_STOPS_NS, and sleeps only for stops that are late.
+ * waitpid, not the signalfd: it reports the stop a few µs sooner.
+ * On a busy host polling backfires (p50 46 -> 111 µs with two CPU hogs on
+ * 2 vCPUs, measured): the poller takes the CPU the interrupted thread
+ * needs to reach its stop.  So a poll that ends with stops still missing
+ * turns polling off for the next 1, 2, 4 ... SPIN_BACKOFF_MAX ticks. */
+static bool may_spin(struct registry *registry)
+{
+        struct spin_policy *spin = &registry->spin;
+
+        if (!spin->allowed)
+                return false;
+        if (spin->skip > 0) {
+                spin->skip--;
+                return false;
+        }
+        return true;
+}
+
+static void spin_outcome(struct registry *registry, bool all_arrived)
+{
+        struct spin_policy *spin = &registry->spin;
+
+        if (all_arrived) {
+                spin->backoff = 0;
+                return;
+        }
+        spin->backoff = spin->backoff ? spin->backoff * 2 : 1;
+        if (spin->backoff > SPIN_BACKOFF_MAX)
+                spin->backoff = SPIN_BACKOFF_MAX;
+        spin->skip = spin->backoff;
+}
+
+static void wait_for_stops(struct registry *registry, size_t pending, uint64_t since_ns)
+{
+        uint64_t start = monotonic_ns(), deadline = start + STOP_WAIT_NS;
+        bool spinning = pending && may_spin(registry);
+
+        sampler__handle_events(registry, 0);
+        while (pending && (pending = count_pending(registry, since_ns)) > 0) {
+                uint64_t now = monotonic_ns();
+                if (spinning && now < start + SPIN_FOR_STOPS_NS) {
+                        sampler__drain_events(registry);
+                        continue;
+                }
+                if (spinning) {
+                        spin_outcome(registry, false);
+                        spinning = false;
+                }
+                if (now >= deadline) {
+                        /* Stuck in uninterruptible sleep: it is resumed
+                         * when its stop finally arrives. */
+                        registry->stats.skipped += pending;
+                        break;
+                }
+                sampler__handle_events(registry, deadline - now);
+        }
+        if (spinning)
+                spin_outcome(registry, true);
+        registry->taking_stops = false;
+}
+
+static bool same_point(const struct blocked_point *a, const struct blocked_point *b)
+{
+        return a->syscall_nr == b->syscall_nr && a->sp == b->sp && a->pc == b->pc;
+}
+
+/* Phase 3a, for one thread.  `before` is where phase 1 saw it blocked; the
+ * copy is kept only if the thread is still blocked there afterwards and
+ * has not run since its run count was read (after `before`).  A thread
+ * that ran meanwhile is tried once more, where it is blocked now. */
+static void sample_blocked(struct registry *registry, struct target *target, struct tthread *thread)
+{
+        struct profiled_target *profiled = target->owner;
+        struct blocked_point before = thread->blocked_at, after;
+        uint64_t runs_before, runs_after;
+
+        if (!proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_before))
+                goto skipped;
+        if (thread->idle_key_valid && thread->last_stack_valid &&
+            same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
+                reuse_last_stack(registry, thread);
+                return;
+        }
+        (void)capture__ready(&thread->capture);
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
+                        break;
+                if (profiled && profiled->python)
+                        (void)py_process__capture(profiled->python, &thread->capture, true);
+                if (profiled)
+                        context_reader__capture(&profiled->context, thread); /* blocked: stable */
+                if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
+                    !proc_thread__run_count(&thread->files, target->pid, thread->tid, &runs_after))
+                        break;
+                if (same_point(&before, &after) && runs_after == runs_before) {
+                        thread->captured = true;
+                        thread->idle_point = before;
+                        thread->idle_run_count = runs_before;
+                        return;
+                }
+                before = after;
+                runs_before = runs_after;
+        }
+skipped:
+        registry->stats.skipped++;
+}
+
+/* Whether the maps are worth re-reading, asked at most once per
+ * MAPS_CHECK_NS.  The maps text of a Python process is ~10 KB for the
+ * kernel to format, where vsize is one pread: the maps are re-read when
+ * vsize moved, and every MAPS_REFRESH_MAX_NS anyway, for a mapping
+ * replaced by one of the same size.  An unreadable vsize (0) counts as
+ * moved. */
+static bool maps_may_have_changed(struct target *target, struct profiled_target *profiled,
+                                  uint64_t now)
+{
+        uint64_t vsize;
+
+        if (now - profiled->last_check_ns < MAPS_CHECK_NS)
+                return false;
+        profiled->last_check_ns = now;
+        vsize = target->n_threads ? proc_thread__vsize(&target->threads[0]->files) : 0;
+        if (vsize != 0 && vsize == profiled->last_vsize &&
+            now - profiled->last_refresh_ns < MAPS_REFRESH_MAX_NS)
+                return false;
+        profiled->last_vsize = vsize;
+        return true;
+}
+
+/* The address space first: the context reader scans the maps for its
+ * segment only when they changed. */
+static void refresh_address_space(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+        uint64_t now = monotonic_ns();
+        bool execed = target->execed;
+
+        if (profiled->space && (execed || maps_may_have_changed(target, profiled, now))) {
+                target->execed = false;
+                profiled->last_refresh_ns = now;
+                (void)address_space__refresh(profiled->space);
+        }
+        context_reader__refresh(&profiled->context, target, now, execed, maps_generation(profiled));
+}
+
+/* A stack that did not fit its copy gets a bigger buffer for the next
+ * sample (threads with large frames, e.g. select()'s fd arrays), up to
+ * STACK_GROWTH_LIMIT times --stack-bytes.  Done after the resume.  Returns
+ * whether it grew. */
+static bool grow_stack_copy(struct target *target, struct tthread *thread)
+{
+        struct capture *capture = &thread->capture;
+        size_t limit = target->options.stack_bytes * STACK_GROWTH_LIMIT;
+
+        if (thread->last_stack.end != UNWIND_OUT_OF_COPY ||
+            capture->stack_len < capture->stack_capacity || capture->stack_capacity >= limit)
+                return false;
+        return capture__grow_stack(capture, capture->stack_capacity * 2 < limit
+                                                ? capture->stack_capacity * 2
+                                                : limit) == 0;
+}
+
+/* Where the thread's stack ends, for shorter copies (capture.h): learnt
+ * from a complete walk, forgotten when a copy cut there was too short.
+ * Returns whether the next copy will be longer (it was forgotten). */
+static bool learn_stack_end(struct tthread *thread)
+{
+        struct capture *capture = &thread->capture;
+        const struct thread_stack *stack = &thread->last_stack;
+
+        if (stack->end == UNWIND_COMPLETE && !stack->truncated) {
+                capture__learn_stack_end(capture, stack->read_end);
+                return false;
+        }
+        if (stack->end == UNWIND_OUT_OF_COPY && capture->stack_cut_at_hint) {
+                capture__forget_stack_end(capture);
+                return true;
+        }
+        return false;
+}
+
+static void unwind_capture(struct registry *registry, struct target *target, struct tthread *thread)
+{
+        struct profiled_target *profiled = target->owner;
+        struct thread_stack *stack = &thread->last_stack;
+        bool merge_failed = false, longer_copy = false;
+
+        stack->n_pcs = 0;
+        stack->truncated = true;
+        if (profiled->unwinder) {
+                native_unwinder__unwind(profiled->unwinder, &thread->capture, stack,
+                                        target->options.max_depth);
+                longer_copy = learn_stack_end(thread);
+        }
+        if (stack->n_pcs == 0) {
+                /* At least the leaf: a partial frame beats a lost sample. */
+                stack->pcs[0] = thread->capture.regs.rip;
+                if (stack->sps)
+                        stack->sps[0] = thread->capture.regs.rsp;
+                stack->n_pcs = 1;
+                stack->truncated = true;
+        }
+        if (profiled->python)
+                py_process__prepare(profiled->python, target, thread);
+        if (profiled->python &&
+            !py_process__merge(profiled->python, profiled->space, &thread->capture, stack,
+                               (enum native_mode)registry->config.native_mode, &merge_failed))
+                registry->stats.errors++;
+        registry->stats.merge_failed += merge_failed;
+        bool grown = grow_stack_copy(target, thread) || longer_copy;
+        thread->last_stack_valid = true;
+        /* An idle thread reuses this stack, unless a bigger copy could
+         * complete it next time. */
+        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED && !grown;
+        thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
+                             stack->end == UNWIND_NEEDS_REGISTERS &&
+                             syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
+}
+
+/* Hands one recorded sample to the dump/top sink (sample_sink.h). */
+static void emit_sample(struct registry *registry, struct target *target,
+                        const struct tthread *thread, const struct sample_record *record)
+{
+        struct profiled_target *profiled = target->owner;
+        bool blocked = strcmp(record->thread_state, "blocked") == 0;
+        struct sample_event event = {
+            .record = record,
+            .space = profiled->space,
+            .target = target,
+            .thread = thread,
+            .syscall_nr = !blocked ? -1
+                          : thread->capture.kind == CAPTURE_BLOCKED
+                              ? thread->capture.blocked.syscall_nr
+                              : (long)thread->capture.regs.orig_rax, /* re-stopped in the call */
+        };
+
+        registry->sink.on_sample(registry->sink.arg, &event);
+}
+
+static void record_thread(struct registry *registry, struct target *target, struct tthread *thread,
+                          uint64_t tick_realtime_ns)
+{
+        struct profiled_target *profiled = target->owner;
+        bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
+        const struct merged_stack *merged = thread->capture.interp.result;
+        struct sample_record record = {
+            .pid = target->pid,
+            .tid = thread->tid,
+            .thread_name = thread->name,
+            .thread_state = stopped && !thread->needs_stop ? "running" : "blocked",
+            .time_ns = tick_realtime_ns,
+            .stack = &thread->last_stack,
+            .thread_id = thread->tid, /* native: no runtime id beyond the tid */
+            .merged = merged,
+        };
+
+        if (merged && merged->has_thread_ident)
+                record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
+        if (profiled->python) /* thread.gil, and threading's thread.name */
+                py_process__label(profiled->python, &thread->capture, &record);
+        struct context_span span;
+        if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {
+                record.trace_id = span.trace_id;
+                record.span_id = span.span_id;
+        }
+        if (span.internal && !registry->include_internal_stacks)
+                return; /* the telemetry SDK's own thread */
+
+        if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
+                (void)proc_thread__comm(&thread->files, thread->name);
+        if (registry->builder && sample_recorder__record(&registry->recorder, profiled->space,
+                                                         &profiled->locations, &record) < 0) {
+                registry->stats.errors++;
+                return;
+        }
+        if (registry->sink.on_sample)
+                emit_sample(registry, target, thread, &record);
+        if (profiled->otlp)
+                (void)otlp_target__record(profiled->otlp, profiled->space, &record);
+        registry->stats.samples++;
+        if (stopped) {
+                registry->stats.samples_stopped++;
+                run_stats__add_pause(&registry->stats, thread->last_pause_ns);
+        } else if (thread->captured) {
+                registry->stats.samples_blocked++;
+        } else {
+                registry->stats.samples_reused++;
+        }
+}
+
+/* Between the targets of a long tick (unwinding and first symbolization
+ * can take a while): new children's first stops are not kept waiting
+ * longer than this, and a short tick costs no check per target. */
+static void handle_events_if_due(struct registry *registry, uint64_t *checked_ns)
+{
+        uint64_t now = monotonic_ns();
+
+        if (now - *checked_ns < EVENTS_EVERY_NS)
+                return;
+        *checked_ns = now;
+        sampler__handle_events(registry, 0);
+}
+
+/* Phase 3 for one target: its blocked threads are copied, then
+ * every capture of it is unwound, and a blocked thread whose stack will
+ * likely be reused next tick gives its copy back at once.  One target at a
+ * time, so that the copies alive together are one process's: a first tick
+ * over 50 idle processes × 10 threads would otherwise hold 500 × 32 KiB
+ * of stack copies before the first unwind.  Returns how many blocked
+ * threads need a stop to be unwound. */
+static size_t sample_and_unwind_target(struct registry *registry, struct target *target)
+{
+        size_t needs_stop = 0;
+
+        for (size_t i = 0; !target->gone && i < target->n_threads; i++)
+                if (target->threads[i]->blocked_candidate)
+                        sample_blocked(registry, target, target->threads[i]);
+        if (target->gone || target->releasing || !target->owner)
+                return 0;
+        refresh_address_space(target);
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                thread->needs_stop = false;
+                if (!thread->captured)
+                        continue;
+                unwind_capture(registry, target, thread);
+                needs_stop += thread->needs_stop;
+                if (thread->idle_key_valid && !thread->needs_stop)
+                        give_back_buffers(registry, thread);
+        }
+        return needs_stop;
+}
+
+static size_t sample_and_unwind(struct registry *registry)
+{
+        size_t needs_stop = 0;
+        uint64_t checked_ns = monotonic_ns();
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                if (target->gone || !target->owner || target->releasing)
+                        continue;
+                needs_stop += sample_and_unwind_target(registry, target);
+                handle_events_if_due(registry, &checked_ns);
+        }
+        return needs_stop;
+}
+
+/* After a re-stop the thread is blocked where it was (idle_point): let it
+ * reuse this stack while it stays there.  The stop itself scheduled it,
+ * so its run count is read again. */
+static void keep_idle_key(struct target *target, struct tthread *thread)
+{
+        thread->idle_key_valid = proc_thread__run_count(&thread->files, target->pid, thread->tid,
+                                                        &thread->idle_run_count);
+}
+
+/* Phase 4: stop the blocked threads that could not be unwound,
+ * if they are still blocked in the same (transparently restarting) call. */
+static void restop_blocked_threads(struct registry *registry)
+{
+        struct blocked_point now;
+        size_t pending = 0;
+        uint64_t since_ns = monotonic_ns();
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (!thread->needs_stop)
+                                continue;
+                        thread->captured = false;
+                        if (proc_thread__syscall(&thread->files, &now) == PROC_SYSCALL_BLOCKED &&
+                            same_point(&now, &thread->capture.blocked) &&
+                            capture__ready(&thread->capture) == 0 &&
+                            ptrace_events__interrupt(thread) == 0)
+                                pending++;
+                        else
+                                registry->stats.skipped++;
+                }
+        }
+        registry->taking_stops = true;
+        wait_for_stops(registry, pending, since_ns);
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; !target->gone && i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (thread->needs_stop && thread->captured) {
+                                unwind_capture(registry, target, thread);
+                                registry->stats.samples_restopped++;
+                                keep_idle_key(target, thread);
+                        }
+                }
+        }
+}
+
+/* Phase 5. */
+static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
+{
+        uint64_t threads = 0, checked_ns = monotonic_ns();
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                if (target->gone || !target->owner || target->releasing)
+                        continue;
+                threads += target->n_threads;
+                for (size_t i = 0; i < target->n_threads; i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (thread->captured || thread->reuse_last_stack)
+                                record_thread(registry, target, thread, tick_realtime_ns);
+                }
+                handle_events_if_due(registry, &checked_ns);
+        }
+        if (threads > registry->stats.max_threads)
+                registry->stats.max_threads = threads;
+}
+
+void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
+{
+        size_t pending;
+        uint64_t begin = monotonic_ns();
+
+        registry->stats.ticks++;
+        registry->taking_stops = true; /* until wait_for_stops ends */
+        pending = interrupt_running_threads(registry);
+        wait_for_stops(registry, pending, begin);
+        begin = monotonic_ns();
+        if (sample_and_unwind(registry) > 0)
+                restop_blocked_threads(registry);
+        record_samples(registry, tick_realtime_ns);
+        registry->stats.unwind_ns += monotonic_ns() - begin;
+}

@@ -1,0 +1,274 @@
+/* tracer.c — see tracer.h.
+ *
+ * The loop sleeps in poll() on three descriptors: a timerfd for the next
+ * tick, a signalfd for SIGCHLD (ptrace events), and the stop eventfd.  Tick
+ * times are jittered by up to ±10% around a fixed grid, so that periodic
+ * work in the target cannot alias with our sampling, while the average
+ * rate stays exact.
+ *
+ * Why detach by exiting: PTRACE_DETACH needs the tracee in a ptrace-stop,
+ * and stopping a thread blocked in epoll_wait makes that call fail with
+ * EINTR.  When the tracer thread exits, the kernel unlinks every tracee
+ * without stopping it (a group-stopped one stays stopped).
+ *
+ * Export: each target's samples also go to a Splunk record (otlp/
+ * otlp_target.h); after every tick the records that are due are encoded
+ * and handed to the exporter thread's queue, which never waits.  A target
+ * that exits, and every target at the end, flushes what it has. */
+#include "engine/tracer.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attach/proc_thread.h"
+#include "attach/target_check.h"
+#include "cli/progress.h"
+#include "engine/sampler.h"
+#include "engine/watch.h"
+#include "otlp/otlp_target.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/clock.h"
+
+#define EXIT_TARGET_ERROR 3
+
+static void notify_main(struct registry *registry, uint64_t value)
+{
+        (void)!write(registry->done_fd, &value, sizeof(value));
+}
+
+static int fail_attach(struct registry *registry, int error, int exit_code)
+{
+        registry->attach_error = error;
+        registry->attach_exit_code = exit_code;
+        return error;
+}
+
+static int attach_one(struct registry *registry, pid_t pid)
+{
+        struct target_options options = {
+            .stack_bytes = registry->config.stack_bytes,
+            .max_depth = registry->config.max_depth,
+        };
+        struct target *target = NULL;
+        int r;
+
+        if (target_check(pid, registry->attach_why, sizeof(registry->attach_why)) != TARGET_OK)
+                return fail_attach(registry, -EINVAL, EXIT_TARGET_ERROR);
+        r = target__attach(pid, &options, &target, registry->attach_why,
+                           sizeof(registry->attach_why));
+        if (r < 0)
+                return fail_attach(registry, r, EXIT_TARGET_ERROR);
+        if (target_set__add(&registry->targets, target) < 0) {
+                target__free(target);
+                return fail_attach(registry, -ENOMEM, 1);
+        }
+        log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
+        return tracer__prepare(registry, target);
+}
+
+int tracer__prepare(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled;
+        int r = sampler__prepare_target(registry, target);
+
+        if (r < 0 || !registry->exporter)
+                return r;
+        profiled = target->owner;
+        profiled->otlp = otlp_target__new(target->pid, registry->config.interval_ms,
+                                          proc_process__start_code(target->pid));
+        if (!profiled->otlp)
+                log_warning("PID %d: out of memory: not exported", (int)target->pid);
+        return 0;
+}
+
+/* Hands the due Splunk records to the exporter; `force` flushes all. */
+static void export_after_tick(struct registry *registry, bool force)
+{
+        const struct export_config *config = &registry->config.export;
+        uint64_t interval = (uint64_t)registry->config.interval_ms;
+        uint64_t ticks = ((uint64_t)config->flush_interval_ms + interval / 2) / interval;
+
+        if (!registry->exporter)
+                return;
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                struct profiled_target *profiled = target->owner;
+                if (!profiled || !profiled->otlp)
+                        continue;
+                otlp_target__after_tick(profiled->otlp, registry->exporter, ticks ? ticks : 1,
+                                        force || target->gone);
+                if (force || target->gone) {
+                        registry->export_encode_ns += profiled->otlp->encode_ns;
+                        otlp_target__free(profiled->otlp);
+                        profiled->otlp = NULL;
+                }
+        }
+}
+
+static int attach_all(struct registry *registry)
+{
+        for (size_t i = 0; i < registry->config.n_pids; i++) {
+                int r = attach_one(registry, registry->config.pids[i]);
+                if (r < 0)
+                        return r;
+                /* New threads' first stops: resume them promptly. */
+                sampler__handle_events(registry, 0);
+        }
+        return 0;
+}
+
+static uint64_t jittered(uint64_t interval_ns, unsigned int *seed)
+{
+        uint64_t spread = interval_ns / 5;
+
+        if (spread == 0)
+                return 0;
+        return (uint64_t)rand_r(seed) % spread;
+}
+
+/* Arms the timer for grid point `tick` (1-based), jittered; returns when
+ * it fires (CLOCK_MONOTONIC). */
+static uint64_t arm_timer(int timer_fd, uint64_t start_ns, uint64_t interval_ns, uint64_t tick,
+                          unsigned int *seed)
+{
+        uint64_t at =
+            start_ns + tick * interval_ns - interval_ns / 10 + jittered(interval_ns, seed);
+        struct itimerspec spec = {
+            .it_value = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)},
+        };
+
+        timerfd_settime(timer_fd, TFD_TIMER_ABSTIME, &spec, NULL);
+        return at;
+}
+
+static bool duration_over(const struct registry *registry, uint64_t now)
+{
+        double limit = registry->config.duration_s;
+
+        return limit > 0 && (double)(now - registry->start_ns) >= limit * 1e9;
+}
+
+/* --watch: discovery and upkeep between ticks; a reload may move the grid. */
+static void watch_step(struct registry *registry, const struct pollfd *fds, int timer_fd,
+                       uint64_t *grid_start, uint64_t *interval_ns, uint64_t *tick,
+                       unsigned int *seed, uint64_t *next_tick_ns)
+{
+        if (!registry->watch)
+                return;
+        atomic_fetch_add(&registry->heartbeat, 1);
+        if ((fds[4].revents & POLLIN) && watch__apply_reload(registry)) {
+                *interval_ns = (uint64_t)registry->config.interval_ms * 1000000u;
+                *grid_start = monotonic_ns();
+                *tick = 1;
+                *next_tick_ns = arm_timer(timer_fd, *grid_start, *interval_ns, *tick, seed);
+        }
+        watch__maintain(registry, monotonic_ns(), fds[3].revents & POLLIN, *next_tick_ns);
+}
+
+static bool keep_running(struct registry *registry)
+{
+        return registry->watch || target_set__live_count(&registry->targets) > 0;
+}
+
+static void run_loop(struct registry *registry, int timer_fd)
+{
+        uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
+        uint64_t grid_start = registry->start_ns, next_tick_ns;
+        unsigned int seed = (unsigned int)registry->start_ns;
+        struct pollfd fds[5] = {
+            {.fd = timer_fd, .events = POLLIN},
+            {.fd = registry->sigchld_fd, .events = POLLIN},
+            {.fd = registry->stop_fd, .events = POLLIN},
+            {.fd = watch__fd(registry), .events = POLLIN},
+            {.fd = registry->watch ? registry->reload_fd : -1, .events = POLLIN},
+        };
+
+        next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+        while (keep_running(registry)) {
+                /* Wake at least every 100 ms to honour --duration. */
+                int ready = poll(fds, 5, 100);
+                if (ready < 0 && errno != EINTR)
+                        break;
+                if (ready == 0)
+                        sampler__drain_events(registry);
+                if (fds[2].revents & POLLIN)
+                        break;
+                if (fds[1].revents & POLLIN)
+                        sampler__handle_events(registry, 0);
+                if (duration_over(registry, monotonic_ns()))
+                        break;
+                /* A due tick first: watch upkeep (set-up of new targets)
+                 * waits for it, not the other way round. */
+                if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
+                        sampler__tick(registry, realtime_ns());
+                        export_after_tick(registry, false);
+                        progress__publish(&registry->progress, &registry->stats,
+                                          registry->stats.max_threads);
+                        if (registry->config.max_ticks &&
+                            registry->stats.ticks >= registry->config.max_ticks)
+                                break; /* dump: exactly one tick */
+                        /* Catch up without bursts if a tick overran. */
+                        uint64_t due = (monotonic_ns() - grid_start) / interval_ns + 1;
+                        tick = due > tick ? due : tick + 1;
+                        next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
+                        /* New children's first stops, during the tick. */
+                        sampler__handle_events(registry, 0);
+                }
+                watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed,
+                           &next_tick_ns);
+        }
+}
+
+static int open_sigchld_fd(void)
+{
+        sigset_t mask;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        return signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+/* Polling for a stop instead of sleeping on it (sampler.c) only pays when
+ * the tracer and the stopping thread can run at the same time. */
+static bool has_spare_cpu(void)
+{
+        cpu_set_t cpus;
+
+        return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1;
+}
+
+void *tracer__main(void *arg)
+{
+        struct registry *registry = arg;
+        _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+
+        registry->sigchld_fd = open_sigchld_fd();
+        registry->spin.allowed = has_spare_cpu();
+        if (timer_fd < 0 || registry->sigchld_fd < 0) {
+                snprintf(registry->attach_why, sizeof(registry->attach_why),
+                         "cannot create timer or signal descriptors: %s", strerror(errno));
+                fail_attach(registry, -errno, 1);
+        } else if (attach_all(registry) == 0) {
+                notify_main(registry, 1);
+                registry->start_ns = monotonic_ns();
+                registry->start_realtime_ns = realtime_ns();
+                run_loop(registry, timer_fd);
+                registry->end_ns = monotonic_ns();
+        }
+        export_after_tick(registry, true);
+        /* Leave no signal unforwarded and no new thread unresumed. */
+        sampler__drain_events(registry);
+        notify_main(registry, 2);
+        return NULL;
+}

@@ -1,0 +1,16 @@
+/* tracer.h — the tracer thread: the only thread that makes ptrace calls
+ * (Linux accepts requests on a tracee only from the thread that attached
+ * it), and the thread whose exit releases every tracee. */
+#pragma once
+
+#include "engine/registry.h"
+
+/* pthread entry point; `arg` is the registry.  Signals done_fd with 1 once
+ * every target is attached, then with 2 when it finishes, after which it
+ * has exited and the kernel has detached every thread without stopping
+ * it.  On an attach failure it fills attach_error/attach_why and finishes
+ * at once. */
+void *tracer__main(void *arg);
+
+/* Sets up sampling (and the export record) for an attached target. */
+int tracer__prepare(struct registry *registry, struct target *target);

@@ -1,0 +1,382 @@
+/* watch.c — see watch.h.
+ *
+ * Attaching: a discovered process passes target_check (not ourselves, not
+ * a kernel thread, not a zombie, not traced by someone else), then the
+ * rules; it is seized with follow_forks, so the kernel attaches its
+ * children for us and the fork event (or the child's first stop) makes
+ * each one a target of its own, with its own process.pid.
+ *
+ * Releasing one target while the daemon goes on: PTRACE_DETACH needs a
+ * ptrace-stop, and stopping a thread blocked in epoll_wait or nanosleep
+ * can make that call fail with EINTR.  So a thread is detached only at a
+ * stop that costs nothing: the exec stop (a process that execs into an
+ * unlabelled or denied program is detached there, before the new program
+ * runs), a fork/clone/signal stop, or an interrupt of a thread that is
+ * running ('R') or blocked in a call that restarts transparently.  A
+ * thread blocked in any other call stays attached, unsampled, until it
+ * next runs; it is never stopped for our sake.  (At SIGTERM the tracer
+ * thread exits and the kernel releases every thread without a stop.)
+ *
+ * Exits: the leader's exit status marks the target gone; it is flushed to
+ * the exporter, its per-process caches are freed and it leaves the set on
+ * the next pass, so memory and descriptors do not grow with churn.  After
+ * targets were freed, free heap pages go back to the kernel (malloc_trim,
+ * at most once per TRIM_PERIOD_NS): otherwise the high-water mark of a
+ * burst of live targets (several MiB each) stays in RSS for good, as holes
+ * that fragmentation keeps below the top of the heap.  The same happens
+ * after the sampler gave back a MiB or more of idle threads' capture
+ * buffers (engine/sampler.c), which are below the top of the heap too. */
+#include "engine/watch.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach/target_check.h"
+#include "attach/syscall_restart.h"
+#include "engine/sampler.h"
+#include "engine/tracer.h"
+#include "otlp/exporter.h"
+#include "otlp/otlp_target.h"
+#include "util/log.h"
+
+#define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
+#define TRIM_CAPTURE_BYTES_MIN (1024 * 1024)
+
+struct watch *watch__new(void)
+{
+        struct watch *watch = calloc(1, sizeof(*watch));
+
+        if (watch)
+                discovery__init(&watch->discovery);
+        return watch;
+}
+
+void watch__free(struct watch *watch)
+{
+        if (!watch)
+                return;
+        discovery__release(&watch->discovery);
+        free(watch);
+}
+
+int watch__fd(const struct registry *registry)
+{
+        return registry->watch ? registry->watch->discovery.netlink_fd : -1;
+}
+
+/* ----------------------------------------------------------- decisions */
+
+enum verdict { VERDICT_PROFILE, VERDICT_UNLABELLED, VERDICT_DENIED, VERDICT_GONE };
+
+static enum verdict decide(const struct registry *registry, pid_t pid)
+{
+        const struct watch_rules *rules = &registry->config.rules;
+        struct proc_facts facts;
+        enum verdict verdict = VERDICT_UNLABELLED;
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (proc_facts__read(pid, &facts) < 0) {
+                proc_facts__release(&facts);
+                return VERDICT_GONE;
+        }
+        if (n > 0 && (self[n] = '\0', strcmp(self, facts.exe) == 0))
+                verdict = VERDICT_DENIED; /* another splunk-profd */
+        else if (watch_rule_list__matches(&rules->deny, &facts))
+                verdict = VERDICT_DENIED;
+        else if (proc_facts__labelled(&facts) || watch_rule_list__matches(&rules->allow, &facts) ||
+                 proc_facts__has_segment(pid))
+                verdict = VERDICT_PROFILE;
+        proc_facts__release(&facts);
+        return verdict;
+}
+
+static struct target *find_target(struct registry *registry, pid_t pid)
+{
+        for (size_t i = 0; i < registry->targets.n_targets; i++) {
+                struct target *target = registry->targets.targets[i];
+                if (target->pid == pid && !target->gone)
+                        return target;
+        }
+        return NULL;
+}
+
+static struct target_options target_options(const struct registry *registry)
+{
+        return (struct target_options){
+            .stack_bytes = registry->config.stack_bytes,
+            .max_depth = registry->config.max_depth,
+            .follow_forks = true,
+        };
+}
+
+static enum seen_state attach(struct registry *registry, pid_t pid)
+{
+        struct target_options options = target_options(registry);
+        struct target *target = NULL;
+        char why[256];
+
+        if (target__attach(pid, &options, &target, why, sizeof(why)) < 0) {
+                log_warning("watch: %s", why);
+                return SEEN_REJECTED;
+        }
+        if (target_set__add(&registry->targets, target) < 0) {
+                target__free(target); /* its threads are let go at their next stop */
+                return SEEN_REJECTED;
+        }
+        registry->watch->attached++;
+        log_info("watch: attached to PID %d (%s), %zu threads", (int)pid, target->comm,
+                 target->n_threads);
+        return SEEN_TARGET;
+}
+
+static enum seen_state examine(void *arg, pid_t pid, int previous)
+{
+        struct registry *registry = arg;
+        char why[256];
+
+        if (find_target(registry, pid))
+                return SEEN_TARGET;
+        if (target_check__tracer_of(pid) == gettid())
+                return SEEN_TARGET; /* a forked child whose fork event is on its way */
+        switch (target_check(pid, why, sizeof(why))) {
+        case TARGET_OK:
+                break;
+        case TARGET_ALREADY_TRACED:
+                if (previous != SEEN_TRACED_OTHER && decide(registry, pid) == VERDICT_PROFILE)
+                        log_warning("watch: not profiled: %s", why); /* once per process */
+                return SEEN_TRACED_OTHER;
+        default:
+                return SEEN_REJECTED;
+        }
+        if (decide(registry, pid) != VERDICT_PROFILE)
+                return SEEN_REJECTED;
+        return attach(registry, pid);
+}
+
+/* ------------------------------------------------------ ptrace events */
+
+void watch__on_fork(struct registry *registry, struct target *parent, pid_t child)
+{
+        struct target *target = target__adopt(child, &parent->options);
+
+        if (!target)
+                return; /* detached at its first stop */
+        if (target_set__add(&registry->targets, target) < 0) {
+                target__free(target);
+                return;
+        }
+        registry->watch->forks++;
+        discovery__set(&registry->watch->discovery, child, SEEN_TARGET, monotonic_ns());
+        log_info("watch: following PID %d, forked by PID %d", (int)child, (int)parent->pid);
+}
+
+/* Flushes the export record and frees the per-process sampler state. */
+static void drop_owner(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (!profiled)
+                return;
+        if (profiled->otlp && registry->exporter) {
+                otlp_target__after_tick(profiled->otlp, registry->exporter, 1, true);
+                registry->export_encode_ns += profiled->otlp->encode_ns;
+        }
+        otlp_target__free(profiled->otlp);
+        profiled->otlp = NULL;
+        sampler__release_target(target);
+}
+
+void watch__on_exec(struct registry *registry, struct target *target)
+{
+        enum verdict verdict = decide(registry, target->pid);
+
+        /* The new program gets fresh state (or none). */
+        drop_owner(registry, target);
+        if (verdict == VERDICT_PROFILE)
+                return;           /* re-prepared on the next pass */
+        target->releasing = true; /* detached in this exec stop */
+        registry->watch->released++;
+        discovery__set(&registry->watch->discovery, target->pid, SEEN_REJECTED, monotonic_ns());
+        log_info("watch: released PID %d: it executed an %s program", (int)target->pid,
+                 verdict == VERDICT_DENIED ? "excluded" : "unlabelled");
+}
+
+/* --------------------------------------------------------- maintenance */
+
+static void reap(struct registry *registry)
+{
+        struct target_set *set = &registry->targets;
+
+        for (size_t i = 0; i < set->n_targets;) {
+                struct target *target = set->targets[i];
+                if (!target->gone) {
+                        i++;
+                        continue;
+                }
+                if (!target->released)
+                        registry->watch->exited++;
+                drop_owner(registry, target);
+                target__free(target);
+                set->targets[i] = set->targets[--set->n_targets];
+                registry->watch->freed_since_trim++;
+        }
+}
+
+static void trim_heap(struct watch *watch, uint64_t now_ns)
+{
+        if ((!watch->freed_since_trim && watch->capture_bytes_freed < TRIM_CAPTURE_BYTES_MIN) ||
+            now_ns - watch->last_trim_ns < TRIM_PERIOD_NS)
+                return;
+        (void)malloc_trim(0);
+        watch->freed_since_trim = watch->capture_bytes_freed = 0;
+        watch->last_trim_ns = now_ns;
+}
+
+/* Per-process setup (address space, Python runtime discovery, export
+ * record) takes milliseconds per process, and under churn many processes
+ * arrive at once.  It must not hold up ticks, nor forked children waiting
+ * in their first stop, nor the interrupted threads of other targets: so
+ * one target at a time, ptrace events handled after each (which resumes
+ * new children and threads), and no more once the next tick is due (but
+ * one per tick even so, so that set-up goes on however late ticks run).
+ * The oldest targets go first: targets are appended to the set. */
+static void prepare_new(struct registry *registry, uint64_t deadline_ns)
+{
+        size_t prepared = 0;
+
+        for (size_t i = 0; i < registry->targets.n_targets; i++) {
+                struct target *target = registry->targets.targets[i];
+                if (target->gone || target->releasing || target->owner)
+                        continue;
+                if (monotonic_ns() >= deadline_ns) {
+                        if (prepared > 0 ||
+                            registry->watch->prepared_at_tick == registry->stats.ticks)
+                                break;
+                        registry->watch->prepared_at_tick = registry->stats.ticks;
+                }
+                (void)tracer__prepare(registry, target);
+                prepared++;
+                sampler__handle_events(registry, 0); /* may add targets: i is re-read */
+        }
+}
+
+/* Interrupts the threads of releasing targets that can take a stop for
+ * free; ptrace_events detaches them in that stop. */
+static void release_step(struct registry *registry)
+{
+        struct blocked_point point;
+
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                for (size_t i = 0; target->releasing && !target->gone && i < target->n_threads;
+                     i++) {
+                        struct tthread *thread = target->threads[i];
+                        if (thread->interrupt_pending || thread->group_stopped)
+                                continue;
+                        char state = proc_thread__state(&thread->files);
+                        bool free_stop =
+                            state == 'R' ||
+                            (state == 'S' &&
+                             proc_thread__syscall(&thread->files, &point) == PROC_SYSCALL_BLOCKED &&
+                             syscall_restart__is_transparent(point.syscall_nr));
+                        if (free_stop)
+                                (void)ptrace_events__interrupt(thread);
+                }
+        }
+}
+
+static void log_health(struct registry *registry, uint64_t now_ns)
+{
+        struct watch *watch = registry->watch;
+        double period = registry->config.health_interval_s;
+        struct exporter_stats e = {0};
+        uint64_t threads = 0;
+
+        if (period <= 0 || now_ns < watch->next_health_ns)
+                return;
+        if (watch->next_health_ns) {
+                for (size_t i = 0; i < registry->targets.n_targets; i++)
+                        threads += registry->targets.targets[i]->n_threads;
+                if (registry->exporter)
+                        exporter__stats(registry->exporter, &e);
+                log_notice("health: targets=%zu threads=%llu samples_per_s=%.1f skipped=%llu "
+                           "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
+                           "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "
+                           "discovery=%s",
+                           target_set__live_count(&registry->targets), (unsigned long long)threads,
+                           (double)(registry->stats.samples - watch->health_samples) / period,
+                           (unsigned long long)(registry->stats.skipped - watch->health_skipped),
+                           (unsigned long long)watch->attached, (unsigned long long)watch->forks,
+                           (unsigned long long)watch->released, (unsigned long long)watch->exited,
+                           (long long)registry->config.interval_ms, e.peak_queue_bytes,
+                           (unsigned long long)e.dropped_records,
+                           (unsigned long long)e.failed_records,
+                           watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan");
+        }
+        watch->health_samples = registry->stats.samples;
+        watch->health_skipped = registry->stats.skipped;
+        watch->next_health_ns = now_ns + (uint64_t)(period * 1e9);
+}
+
+void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
+                     uint64_t deadline_ns)
+{
+        struct watch *watch = registry->watch;
+
+        if (readable)
+                discovery__read_netlink(&watch->discovery);
+        reap(registry);
+        trim_heap(watch, now_ns);
+        discovery__pass(&watch->discovery, now_ns, examine, registry);
+        prepare_new(registry, deadline_ns);
+        release_step(registry);
+        log_health(registry, now_ns);
+}
+
+/* A deny rule added by a reload releases the targets it now matches. */
+static void release_denied(struct registry *registry)
+{
+        for (size_t i = 0; i < registry->targets.n_targets; i++) {
+                struct target *target = registry->targets.targets[i];
+                if (target->gone || target->releasing ||
+                    decide(registry, target->pid) == VERDICT_PROFILE)
+                        continue;
+                drop_owner(registry, target);
+                target->releasing = true;
+                registry->watch->released++;
+                discovery__set(&registry->watch->discovery, target->pid, SEEN_REJECTED,
+                               monotonic_ns());
+                log_info("watch: releasing PID %d: no longer selected after reload",
+                         (int)target->pid);
+        }
+}
+
+bool watch__apply_reload(struct registry *registry)
+{
+        struct watch_settings settings;
+        bool pending, changed;
+        uint64_t value;
+
+        (void)!read(registry->reload_fd, &value, sizeof(value));
+        pthread_mutex_lock(&registry->reload_lock);
+        pending = registry->reload_pending;
+        settings = registry->reload;
+        registry->reload_pending = false;
+        pthread_mutex_unlock(&registry->reload_lock);
+        if (!pending)
+                return false;
+        changed = settings.interval_ms != registry->config.interval_ms;
+        registry->config.interval_ms = settings.interval_ms;
+        registry->recorder.period_ms = settings.interval_ms;
+        registry->config.health_interval_s = settings.health_interval_s;
+        registry->config.rules = settings.rules;
+        release_denied(registry);
+        log_notice("reloaded: interval_ms=%lld allow_rules=%zu deny_rules=%zu targets=%zu",
+                   (long long)settings.interval_ms, settings.rules.allow.n, settings.rules.deny.n,
+                   target_set__live_count(&registry->targets));
+        return changed;
+}

@@ -1,0 +1,128 @@
+/* hashtab.c — the one hash table behind every symbolizer cache.
+ *
+ * The caches (interned strings, file identities, interned mappings and the
+ * (file, address) -> lines cache) all need "find by key, else insert", and
+ * some need "drop everything" for eviction.  A chained table with the node
+ * embedded in the entry covers all of them with a single allocation per
+ * entry.  The table doubles when the load factor reaches 1, so chains stay
+ * short; the hash is FNV-1a mixed with a per-owner seed and finished with
+ * the splitmix64 finalizer so that low bits (used for the bucket index) are
+ * well distributed. */
+#include "util/hashtab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define HASHTAB_MIN_BUCKETS 64
+
+static uint64_t hash__finalize(uint64_t h)
+{
+        h ^= h >> 30;
+        h *= 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 27;
+        h *= 0x94d049bb133111ebULL;
+        h ^= h >> 31;
+        return h;
+}
+
+uint64_t hash__bytes(uint64_t seed, const void *data, size_t len)
+{
+        const unsigned char *p = data;
+        uint64_t h = 0xcbf29ce484222325ULL ^ seed;
+
+        for (size_t i = 0; i < len; i++) {
+                h ^= p[i];
+                h *= 0x100000001b3ULL;
+        }
+        return hash__finalize(h ^ len);
+}
+
+uint64_t hash__u64(uint64_t seed, uint64_t value)
+{
+        return hash__finalize(seed ^ hash__finalize(value));
+}
+
+struct hash_node *hashtab__find(const struct hashtab *tab, uint64_t hash, hash_eq_fn eq,
+                                const void *key)
+{
+        if (tab->n_buckets == 0)
+                return NULL;
+        for (struct hash_node *n = tab->buckets[hash & (tab->n_buckets - 1)]; n; n = n->next)
+                if (n->hash == hash && eq(n, key))
+                        return n;
+        return NULL;
+}
+
+static int hashtab__grow(struct hashtab *tab)
+{
+        size_t n_buckets = tab->n_buckets ? tab->n_buckets * 2 : HASHTAB_MIN_BUCKETS;
+        struct hash_node **buckets = calloc(n_buckets, sizeof(*buckets));
+
+        if (!buckets)
+                return -ENOMEM;
+        for (size_t i = 0; i < tab->n_buckets; i++) {
+                struct hash_node *n = tab->buckets[i];
+
+                while (n) {
+                        struct hash_node *next = n->next;
+                        size_t b = n->hash & (n_buckets - 1);
+
+                        n->next = buckets[b];
+                        buckets[b] = n;
+                        n = next;
+                }
+        }
+        free(tab->buckets);
+        tab->buckets = buckets;
+        tab->n_buckets = n_buckets;
+        return 0;
+}
+
+int hashtab__insert(struct hashtab *tab, struct hash_node *node, uint64_t hash)
+{
+        size_t b;
+
+        if (tab->n_nodes >= tab->n_buckets) {
+                int r = hashtab__grow(tab);
+
+                /* An overfull table still works, only slower. */
+                if (r < 0 && tab->n_buckets == 0)
+                        return r;
+        }
+        b = hash & (tab->n_buckets - 1);
+        node->hash = hash;
+        node->next = tab->buckets[b];
+        tab->buckets[b] = node;
+        tab->n_nodes++;
+        return 0;
+}
+
+void hashtab__remove(struct hashtab *tab, struct hash_node *node)
+{
+        struct hash_node **link = &tab->buckets[node->hash & (tab->n_buckets - 1)];
+
+        while (*link && *link != node)
+                link = &(*link)->next;
+        if (*link) {
+                *link = node->next;
+                tab->n_nodes--;
+        }
+}
+
+void hashtab__clear(struct hashtab *tab, hash_free_fn free_node)
+{
+        for (size_t i = 0; i < tab->n_buckets; i++) {
+                struct hash_node *n = tab->buckets[i];
+
+                while (n) {
+                        struct hash_node *next = n->next;
+
+                        free_node(n);
+                        n = next;
+                }
+        }
+        free(tab->buckets);
+        tab->buckets = NULL;
+        tab->n_buckets = 0;
+        tab->n_nodes = 0;
+}
