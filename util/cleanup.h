@@ -12,6 +12,17 @@
 
 #define _cleanup_(fn) __attribute__((cleanup(fn)))
 
+/* Defines `name(type *p)`, which calls `func(*p)` when *p is not NULL, for
+ * _cleanup_(name).  Every destructor handed to it must accept a
+ * half-built object (fields still zero or NULL), as systemd's do, so that
+ * a constructor's error path can simply free what it has. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func, name)                                              \
+        static inline void name(type *p)                                                           \
+        {                                                                                          \
+                if (*p)                                                                            \
+                        func(*p);                                                                  \
+        }
+
 static inline void freep(void *p)
 {
         free(*(void **)p);

@@ -6,7 +6,9 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static enum log_level log_threshold = LOG_LEVEL_WARNING;
@@ -55,20 +57,43 @@ static bool limiter__admit(enum log_level level, unsigned int *suppressed)
         return admit;
 }
 
-void log_message(enum log_level level, const char *fmt, ...)
+/* Formats one line; `r` != 0 appends ": strerror(|r|)". */
+static void log__emit(enum log_level level, int r, const char *fmt, va_list ap)
 {
         static const char *const names[] = {"error", "warning", "notice", "info", "debug"};
         unsigned int suppressed;
         char line[1024];
-        va_list ap;
 
         if (level > log_threshold || !limiter__admit(level, &suppressed))
                 return;
         if (suppressed)
                 fprintf(stderr, "splunk-profd: warning: %u log lines suppressed (rate limit)\n",
                         suppressed);
-        va_start(ap, fmt);
         vsnprintf(line, sizeof(line), fmt, ap);
+        if (r)
+                fprintf(stderr, "splunk-profd: %s: %s: %s\n", names[level], line,
+                        strerror(r < 0 ? -r : r));
+        else
+                fprintf(stderr, "splunk-profd: %s: %s\n", names[level], line);
+}
+
+void log_message(enum log_level level, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        log__emit(level, 0, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "splunk-profd: %s: %s\n", names[level], line);
+}
+
+int log_message_errno(enum log_level level, int r, const char *fmt, ...)
+{
+        int saved = errno;
+        va_list ap;
+
+        va_start(ap, fmt);
+        log__emit(level, r, fmt, ap);
+        va_end(ap);
+        errno = saved;
+        return r < 0 ? r : -r;
 }
