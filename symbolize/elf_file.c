@@ -18,18 +18,20 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "symbolize/shared_elf.h"
-
 static bool elf_file__eq(const struct hash_node *node, const void *key)
 {
         return container_of(node, struct elf_file, node)->key == key;
 }
 
-static void elf_file__free(struct hash_node *node)
+struct elf_file_release {
+        void (*release)(struct elf_file *file);
+};
+
+static void elf_file__free(struct hash_node *node, void *arg)
 {
         struct elf_file *file = container_of(node, struct elf_file, node);
 
-        shared_elf__clear(file);
+        ((const struct elf_file_release *)arg)->release(file);
         free(file);
 }
 
@@ -38,9 +40,11 @@ void elf_files__init(struct elf_files *files, struct string_pool *strings)
         *files = (struct elf_files){.strings = strings};
 }
 
-void elf_files__clear(struct elf_files *files)
+void elf_files__clear(struct elf_files *files, void (*release)(struct elf_file *file))
 {
-        hashtab__clear(&files->tab, elf_file__free);
+        struct elf_file_release how = {release};
+
+        hashtab__clear_arg(&files->tab, elf_file__free, &how);
 }
 
 /* Writes the lowercase hex build-id into hex (2 * ELF_FILE_MAX_BUILD_ID + 1

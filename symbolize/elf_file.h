@@ -28,7 +28,10 @@ struct elf_files {
 };
 
 void elf_files__init(struct elf_files *files, struct string_pool *strings);
-void elf_files__clear(struct elf_files *files);
+/* Frees every record.  `release` (not NULL) first frees what the record
+ * still holds beyond itself (shared_elf__clear: the image and DWARF, which
+ * shared_elf.c owns); it is called once per record, during the call only. */
+void elf_files__clear(struct elf_files *files, void (*release)(struct elf_file *file));
 /* The record for the file open as `elf` on `fd`, created on first sight.
  * Returns NULL when out of memory or when the file cannot be identified. */
 struct elf_file *elf_files__get(struct elf_files *files, Elf *elf, int fd);

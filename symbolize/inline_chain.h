@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "util/string_pool.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol.h"
 
 /* Resolves `address` (absolute, in mod's Dwfl) into out->lines/n_lines,
  * innermost inlined function first, the out-of-line function last.  Falls

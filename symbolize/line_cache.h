@@ -7,7 +7,7 @@
 
 #include "symbolize/elf_file.h"
 #include "util/hashtab.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol.h"
 
 #define LINE_CACHE_MAX_ENTRIES (1u << 18)
 

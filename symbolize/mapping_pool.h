@@ -2,7 +2,7 @@
 #pragma once
 
 #include "util/hashtab.h"
-#include "symbolize/symbolizer.h"
+#include "symbolize/symbol.h"
 
 struct mapping_pool {
         struct hashtab tab;

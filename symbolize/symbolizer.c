@@ -54,7 +54,7 @@ void symbolizer__free(struct symbolizer *s)
                 return;
         line_cache__clear(&s->lines);
         mapping_pool__clear(&s->mappings);
-        elf_files__clear(&s->files);
+        elf_files__clear(&s->files, shared_elf__clear);
         string_pool__clear(&s->strings);
         free(s);
 }

@@ -109,7 +109,17 @@ void hashtab__remove(struct hashtab *tab, struct hash_node *node)
         }
 }
 
+static void call_free(struct hash_node *node, void *free_node)
+{
+        ((hash_free_fn)free_node)(node);
+}
+
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node)
+{
+        hashtab__clear_arg(tab, call_free, (void *)free_node);
+}
+
+void hashtab__clear_arg(struct hashtab *tab, hash_free_arg_fn free_node, void *arg)
 {
         for (size_t i = 0; i < tab->n_buckets; i++) {
                 struct hash_node *n = tab->buckets[i];
@@ -117,7 +127,7 @@ void hashtab__clear(struct hashtab *tab, hash_free_fn free_node)
                 while (n) {
                         struct hash_node *next = n->next;
 
-                        free_node(n);
+                        free_node(n, arg);
                         n = next;
                 }
         }

@@ -25,6 +25,7 @@ struct hashtab {
 
 typedef bool (*hash_eq_fn)(const struct hash_node *node, const void *key);
 typedef void (*hash_free_fn)(struct hash_node *node);
+typedef void (*hash_free_arg_fn)(struct hash_node *node, void *arg);
 
 struct hash_node *hashtab__find(const struct hashtab *tab, uint64_t hash, hash_eq_fn eq,
                                 const void *key);
@@ -34,6 +35,8 @@ int hashtab__insert(struct hashtab *tab, struct hash_node *node, uint64_t hash);
 void hashtab__remove(struct hashtab *tab, struct hash_node *node);
 /* Frees every node with free_node and leaves an empty, reusable table. */
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node);
+/* The same, with `arg` passed to every free_node call. */
+void hashtab__clear_arg(struct hashtab *tab, hash_free_arg_fn free_node, void *arg);
 
 uint64_t hash__bytes(uint64_t seed, const void *data, size_t len);
 uint64_t hash__u64(uint64_t seed, uint64_t value);
