@@ -37,7 +37,7 @@
 #include "cli/config_file.h"
 #include "cli/progress.h"
 #include "engine/registry.h"
-#include "engine/sampler.h"
+#include "engine/profiled_target.h"
 #include "engine/tracer.h"
 #include "engine/watch.h"
 #include "render/collapsed.h"
@@ -128,7 +128,7 @@ static int registry__init(struct registry *registry, const struct profd_config *
 static void registry__release(struct registry *registry)
 {
         for (size_t i = 0; i < registry->targets.n_targets; i++)
-                sampler__release_target(registry->targets.targets[i]);
+                profiled_target__free(registry->targets.targets[i]);
         target_set__free(&registry->targets);
         profile_builder__free(registry->builder);
         symbolizer__free(registry->symbolizer);

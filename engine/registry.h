@@ -28,20 +28,6 @@ struct otlp_target;
 struct exporter;
 struct watch;
 
-/* Per-target sampler state, hung on target->owner. */
-struct profiled_target {
-        struct address_space *space;
-        struct native_unwinder *unwinder;
-        struct location_cache locations;
-        uint64_t last_refresh_ns; /* maps last re-read */
-        uint64_t last_check_ns;   /* vsize last compared (sampler.c) */
-        uint64_t last_vsize;
-        struct py_process *python; /* CPython frames, NULL for other processes */
-        struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
-        /* The span-context segment (context/). */
-        struct context_reader context;
-};
-
 /* Whether the tracer polls for its stops instead of sleeping (sampler.c):
  * only with a CPU to spare, and not while polls keep failing. */
 struct spin_policy {
@@ -70,6 +56,7 @@ struct registry {
         _Atomic uint64_t heartbeat; /* tracer loop iterations (watchdog) */
         /* tracer only */
         int sigchld_fd;
+        const struct ptrace_event_handlers *event_handlers; /* built by tracer.c, static */
         struct target_set targets;
         struct watch *watch; /* NULL unless --watch */
         struct symbolizer *symbolizer;

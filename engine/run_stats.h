@@ -17,8 +17,9 @@ struct run_stats {
         uint64_t samples_restopped; /* blocked, but stopped to get registers */
         uint64_t skipped;           /* thread-samples that could not be taken */
         uint64_t errors;
-        uint64_t merge_failed; /* Python samples whose native/Python merge did not line up */
-        uint64_t max_threads;  /* most threads alive at once, all targets */
+        uint64_t merge_failed;        /* Python samples whose native/Python merge did not line up */
+        uint64_t max_threads;         /* most threads alive at once, all targets */
+        uint64_t capture_bytes_freed; /* idle threads' capture buffers given back */
         /* after the stops: blocked copies, unwinding, symbolizing, recording */
         uint64_t unwind_ns;
         uint64_t pause_count;

@@ -39,18 +39,18 @@
 #include "otlp/otlp_target.h"
 #include "pprof/profile_builder.h"
 #include "attach/syscall_restart.h"
-#include "engine/watch.h"
+#include "engine/event_pump.h"
+#include "engine/profiled_target.h"
 #include "python/py_process.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
 #include "util/log.h"
 
-#define STOP_WAIT_NS         (200ull * 1000 * 1000)
-#define MAPS_CHECK_NS        (1000ull * 1000 * 1000)
-#define MAPS_REFRESH_MAX_NS  (10ull * 1000 * 1000 * 1000)
-#define NAME_REFRESH_TICKS   16
-#define LOCATION_CACHE_SLOTS 16384
-#define STACK_GROWTH_LIMIT   4
+#define STOP_WAIT_NS        (200ull * 1000 * 1000)
+#define MAPS_CHECK_NS       (1000ull * 1000 * 1000)
+#define MAPS_REFRESH_MAX_NS (10ull * 1000 * 1000 * 1000)
+#define NAME_REFRESH_TICKS  16
+#define STACK_GROWTH_LIMIT  4
 /* A stop takes 10-20 µs to arrive: look for stops no more often than this
  * while scanning the remaining threads. */
 #define COLLECT_EVERY_NS  (5ull * 1000)
@@ -62,7 +62,7 @@
  * interrupt stop captured.  One that arrives later (after wait_for_stops
  * gave up on it, at an event drain during unwinding or between ticks) only
  * resumes the thread: its capture would not be unwound. */
-static void on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
+void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread *thread)
 {
         struct registry *registry = arg;
         struct profiled_target *profiled = target->owner;
@@ -88,113 +88,6 @@ static void on_interrupt_stop(void *arg, struct target *target, struct tthread *
                 context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
 
-static void on_target_changed(void *arg, struct target *target)
-{
-        struct registry *registry = arg;
-
-        if (target->gone)
-                log_info("PID %d exited", (int)target->pid);
-        else if (target->execed)
-                log_info("PID %d executed a new program", (int)target->pid);
-        if (registry->watch && !target->gone && target->execed)
-                watch__on_exec(registry, target);
-}
-
-static void on_fork(void *arg, struct target *parent, pid_t child)
-{
-        struct registry *registry = arg;
-
-        if (registry->watch)
-                watch__on_fork(registry, parent, child);
-}
-
-const struct ptrace_event_handlers sampler_event_handlers = {
-    .on_interrupt_stop = on_interrupt_stop,
-    .on_target_changed = on_target_changed,
-    .on_fork = on_fork,
-};
-
-/* Consumes the pending SIGCHLD, if any.  SIGCHLD does not queue: one
- * read empties the signalfd. */
-static bool take_sigchld(struct registry *registry)
-{
-        struct signalfd_siginfo info[4];
-
-        return read(registry->sigchld_fd, info, sizeof(info)) > 0;
-}
-
-/* Every ptrace event (stop, exit, fork) raises SIGCHLD, so without one
- * pending nothing happened since the last drain, and waitpid is not
- * called: with hundreds of tracees each waitpid(-1) scans all of them.
- * The signal is consumed before draining, so an event after the read
- * raises a new one. */
-void sampler__handle_events(struct registry *registry, uint64_t timeout_ns)
-{
-        struct pollfd pfd = {.fd = registry->sigchld_fd, .events = POLLIN};
-        struct timespec timeout = {.tv_sec = (time_t)(timeout_ns / 1000000000u),
-                                   .tv_nsec = (long)(timeout_ns % 1000000000u)};
-
-        if (timeout_ns && ppoll(&pfd, 1, &timeout, NULL) <= 0)
-                return;
-        if (take_sigchld(registry))
-                (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
-                                           &registry->events);
-}
-
-void sampler__drain_events(struct registry *registry)
-{
-        (void)take_sigchld(registry);
-        (void)ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
-                                   &registry->events);
-}
-
-/* For the context reader: 0 (unknown) without an address space. */
-static uint64_t maps_generation(const struct profiled_target *profiled)
-{
-        return profiled->space ? address_space__generation(profiled->space) : 0;
-}
-
-int sampler__prepare_target(struct registry *registry, struct target *target)
-{
-        struct profiled_target *profiled = calloc(1, sizeof(*profiled));
-
-        if (!profiled)
-                return -ENOMEM;
-        profiled->space = address_space__new(registry->symbolizer, target->pid);
-        if (profiled->space)
-                profiled->unwinder = native_unwinder__new(profiled->space, target->pid);
-        if (!profiled->unwinder)
-                log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
-                            (int)target->pid);
-        (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
-        if (registry->builder)
-                sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
-                                                  proc_process__start_code(target->pid));
-        profiled->python = py_process__new(target->pid, &registry->py_scratch);
-        for (size_t i = 0; profiled->python && i < target->n_threads; i++)
-                py_process__prepare(profiled->python, target, target->threads[i]);
-        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
-        target->owner = profiled;
-        context_reader__init(&profiled->context, target->pid);
-        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
-                                maps_generation(profiled));
-        return 0;
-}
-
-void sampler__release_target(struct target *target)
-{
-        struct profiled_target *profiled = target->owner;
-
-        if (!profiled)
-                return;
-        location_cache__release(&profiled->locations);
-        py_process__free(profiled->python);
-        native_unwinder__free(profiled->unwinder);
-        address_space__free(profiled->space);
-        free(profiled);
-        target->owner = NULL;
-}
-
 /* Phase 1, first step: a thread whose last sample was taken while it was
  * blocked, and that has not been on a CPU since, is still there: its last
  * stack is reused after one read of schedstat. */
@@ -210,10 +103,7 @@ static bool still_idle(struct tthread *thread)
  * allocator until it runs again (capture__ready). */
 static void give_back_buffers(struct registry *registry, struct tthread *thread)
 {
-        size_t freed = capture__trim(&thread->capture);
-
-        if (registry->watch)
-                registry->watch->capture_bytes_freed += freed;
+        registry->stats.capture_bytes_freed += capture__trim(&thread->capture);
 }
 
 /* An idle thread: its last stack is recorded again. */
@@ -228,8 +118,7 @@ static void reuse_last_stack(struct registry *registry, struct tthread *thread)
  * events count as answers too, which only ends the collecting early). */
 static size_t collect_stops(struct registry *registry, size_t outstanding)
 {
-        int handled = ptrace_events__drain(&registry->targets, &sampler_event_handlers, registry,
-                                           &registry->events);
+        int handled = event_pump__collect(registry);
 
         if (handled <= 0)
                 return outstanding;
@@ -350,11 +239,11 @@ static void wait_for_stops(struct registry *registry, size_t pending, uint64_t s
         uint64_t start = monotonic_ns(), deadline = start + STOP_WAIT_NS;
         bool spinning = pending && may_spin(registry);
 
-        sampler__handle_events(registry, 0);
+        event_pump__wait(registry, 0);
         while (pending && (pending = count_pending(registry, since_ns)) > 0) {
                 uint64_t now = monotonic_ns();
                 if (spinning && now < start + SPIN_FOR_STOPS_NS) {
-                        sampler__drain_events(registry);
+                        event_pump__drain(registry);
                         continue;
                 }
                 if (spinning) {
@@ -367,7 +256,7 @@ static void wait_for_stops(struct registry *registry, size_t pending, uint64_t s
                         registry->stats.skipped += pending;
                         break;
                 }
-                sampler__handle_events(registry, deadline - now);
+                event_pump__wait(registry, deadline - now);
         }
         if (spinning)
                 spin_outcome(registry, true);
@@ -455,7 +344,8 @@ static void refresh_address_space(struct target *target)
                 profiled->last_refresh_ns = now;
                 (void)address_space__refresh(profiled->space);
         }
-        context_reader__refresh(&profiled->context, target, now, execed, maps_generation(profiled));
+        context_reader__refresh(&profiled->context, target, now, execed,
+                                profiled_target__maps_generation(profiled));
 }
 
 /* A stack that did not fit its copy gets a bigger buffer for the next
@@ -613,7 +503,7 @@ static void handle_events_if_due(struct registry *registry, uint64_t *checked_ns
         if (now - *checked_ns < EVENTS_EVERY_NS)
                 return;
         *checked_ns = now;
-        sampler__handle_events(registry, 0);
+        event_pump__wait(registry, 0);
 }
 
 /* Phase 3 for one target: its blocked threads are copied, then

@@ -33,9 +33,10 @@
 #include "attach/proc_thread.h"
 #include "attach/target_check.h"
 #include "cli/progress.h"
+#include "engine/event_pump.h"
+#include "engine/profiled_target.h"
 #include "engine/sampler.h"
 #include "engine/watch.h"
-#include "otlp/otlp_target.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -74,22 +75,7 @@ static int attach_one(struct registry *registry, pid_t pid)
                 return fail_attach(registry, -ENOMEM, 1);
         }
         log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
-        return tracer__prepare(registry, target);
-}
-
-int tracer__prepare(struct registry *registry, struct target *target)
-{
-        struct profiled_target *profiled;
-        int r = sampler__prepare_target(registry, target);
-
-        if (r < 0 || !registry->exporter)
-                return r;
-        profiled = target->owner;
-        profiled->otlp = otlp_target__new(target->pid, registry->config.interval_ms,
-                                          proc_process__start_code(target->pid));
-        if (!profiled->otlp)
-                log_warning("PID %d: out of memory: not exported", (int)target->pid);
-        return 0;
+        return profiled_target__prepare(registry, target);
 }
 
 /* Hands the due Splunk records to the exporter; `force` flushes all. */
@@ -103,16 +89,9 @@ static void export_after_tick(struct registry *registry, bool force)
                 return;
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
-                struct profiled_target *profiled = target->owner;
-                if (!profiled || !profiled->otlp)
-                        continue;
-                otlp_target__after_tick(profiled->otlp, registry->exporter, ticks ? ticks : 1,
-                                        force || target->gone);
-                if (force || target->gone) {
-                        registry->export_encode_ns += profiled->otlp->encode_ns;
-                        otlp_target__free(profiled->otlp);
-                        profiled->otlp = NULL;
-                }
+                bool last = force || target->gone;
+
+                profiled_target__flush(registry, target, ticks ? ticks : 1, last, last);
         }
 }
 
@@ -123,7 +102,7 @@ static int attach_all(struct registry *registry)
                 if (r < 0)
                         return r;
                 /* New threads' first stops: resume them promptly. */
-                sampler__handle_events(registry, 0);
+                event_pump__wait(registry, 0);
         }
         return 0;
 }
@@ -201,11 +180,11 @@ static void run_loop(struct registry *registry, int timer_fd)
                 if (ready < 0 && errno != EINTR)
                         break;
                 if (ready == 0)
-                        sampler__drain_events(registry);
+                        event_pump__drain(registry);
                 if (fds[2].revents & POLLIN)
                         break;
                 if (fds[1].revents & POLLIN)
-                        sampler__handle_events(registry, 0);
+                        event_pump__wait(registry, 0);
                 if (duration_over(registry, monotonic_ns()))
                         break;
                 /* A due tick first: watch upkeep (set-up of new targets)
@@ -223,7 +202,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                         tick = due > tick ? due : tick + 1;
                         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
                         /* New children's first stops, during the tick. */
-                        sampler__handle_events(registry, 0);
+                        event_pump__wait(registry, 0);
                 }
                 watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed,
                            &next_tick_ns);
@@ -248,11 +227,40 @@ static bool has_spare_cpu(void)
         return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1;
 }
 
+static void on_target_changed(void *arg, struct target *target)
+{
+        struct registry *registry = arg;
+
+        if (target->gone)
+                log_info("PID %d exited", (int)target->pid);
+        else if (target->execed)
+                log_info("PID %d executed a new program", (int)target->pid);
+        if (registry->watch && !target->gone && target->execed)
+                watch__on_exec(registry, target);
+}
+
+static void on_fork(void *arg, struct target *parent, pid_t child)
+{
+        struct registry *registry = arg;
+
+        if (registry->watch)
+                watch__on_fork(registry, parent, child);
+}
+
+/* The tracer's answers to ptrace events: the sampler captures its own
+ * interrupt stops; exits, execs and forks concern watch mode. */
+static const struct ptrace_event_handlers event_handlers = {
+    .on_interrupt_stop = sampler__on_interrupt_stop,
+    .on_target_changed = on_target_changed,
+    .on_fork = on_fork,
+};
+
 void *tracer__main(void *arg)
 {
         struct registry *registry = arg;
         _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 
+        registry->event_handlers = &event_handlers;
         registry->sigchld_fd = open_sigchld_fd();
         registry->spin.allowed = has_spare_cpu();
         if (timer_fd < 0 || registry->sigchld_fd < 0) {
@@ -268,7 +276,7 @@ void *tracer__main(void *arg)
         }
         export_after_tick(registry, true);
         /* Leave no signal unforwarded and no new thread unresumed. */
-        sampler__drain_events(registry);
+        event_pump__drain(registry);
         notify_main(registry, 2);
         return NULL;
 }

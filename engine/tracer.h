@@ -11,6 +11,3 @@
  * it.  On an attach failure it fills attach_error/attach_why and finishes
  * at once. */
 void *tracer__main(void *arg);
-
-/* Sets up sampling (and the export record) for an attached target. */
-int tracer__prepare(struct registry *registry, struct target *target);

@@ -36,10 +36,9 @@
 
 #include "attach/target_check.h"
 #include "attach/syscall_restart.h"
-#include "engine/sampler.h"
-#include "engine/tracer.h"
+#include "engine/event_pump.h"
+#include "engine/profiled_target.h"
 #include "otlp/exporter.h"
-#include "otlp/otlp_target.h"
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
@@ -174,28 +173,12 @@ void watch__on_fork(struct registry *registry, struct target *parent, pid_t chil
         log_info("watch: following PID %d, forked by PID %d", (int)child, (int)parent->pid);
 }
 
-/* Flushes the export record and frees the per-process sampler state. */
-static void drop_owner(struct registry *registry, struct target *target)
-{
-        struct profiled_target *profiled = target->owner;
-
-        if (!profiled)
-                return;
-        if (profiled->otlp && registry->exporter) {
-                otlp_target__after_tick(profiled->otlp, registry->exporter, 1, true);
-                registry->export_encode_ns += profiled->otlp->encode_ns;
-        }
-        otlp_target__free(profiled->otlp);
-        profiled->otlp = NULL;
-        sampler__release_target(target);
-}
-
 void watch__on_exec(struct registry *registry, struct target *target)
 {
         enum verdict verdict = decide(registry, target->pid);
 
         /* The new program gets fresh state (or none). */
-        drop_owner(registry, target);
+        profiled_target__release(registry, target);
         if (verdict == VERDICT_PROFILE)
                 return;           /* re-prepared on the next pass */
         target->releasing = true; /* detached in this exec stop */
@@ -219,20 +202,23 @@ static void reap(struct registry *registry)
                 }
                 if (!target->released)
                         registry->watch->exited++;
-                drop_owner(registry, target);
+                profiled_target__release(registry, target);
                 target__free(target);
                 set->targets[i] = set->targets[--set->n_targets];
                 registry->watch->freed_since_trim++;
         }
 }
 
-static void trim_heap(struct watch *watch, uint64_t now_ns)
+static void trim_heap(struct watch *watch, uint64_t capture_bytes_freed, uint64_t now_ns)
 {
-        if ((!watch->freed_since_trim && watch->capture_bytes_freed < TRIM_CAPTURE_BYTES_MIN) ||
+        uint64_t since_trim = capture_bytes_freed - watch->capture_bytes_at_trim;
+
+        if ((!watch->freed_since_trim && since_trim < TRIM_CAPTURE_BYTES_MIN) ||
             now_ns - watch->last_trim_ns < TRIM_PERIOD_NS)
                 return;
         (void)malloc_trim(0);
-        watch->freed_since_trim = watch->capture_bytes_freed = 0;
+        watch->freed_since_trim = 0;
+        watch->capture_bytes_at_trim = capture_bytes_freed;
         watch->last_trim_ns = now_ns;
 }
 
@@ -258,9 +244,9 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                                 break;
                         registry->watch->prepared_at_tick = registry->stats.ticks;
                 }
-                (void)tracer__prepare(registry, target);
+                (void)profiled_target__prepare(registry, target);
                 prepared++;
-                sampler__handle_events(registry, 0); /* may add targets: i is re-read */
+                event_pump__wait(registry, 0); /* may add targets: i is re-read */
         }
 }
 
@@ -330,7 +316,7 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
         if (readable)
                 discovery__read_netlink(&watch->discovery);
         reap(registry);
-        trim_heap(watch, now_ns);
+        trim_heap(watch, registry->stats.capture_bytes_freed, now_ns);
         discovery__pass(&watch->discovery, now_ns, examine, registry);
         prepare_new(registry, deadline_ns);
         release_step(registry);
@@ -345,7 +331,7 @@ static void release_denied(struct registry *registry)
                 if (target->gone || target->releasing ||
                     decide(registry, target->pid) == VERDICT_PROFILE)
                         continue;
-                drop_owner(registry, target);
+                profiled_target__release(registry, target);
                 target->releasing = true;
                 registry->watch->released++;
                 discovery__set(&registry->watch->discovery, target->pid, SEEN_REJECTED,

@@ -14,8 +14,8 @@ struct watch {
         uint64_t health_samples, health_skipped; /* at the last health line */
         uint64_t attached, released, exited, forks;
         uint64_t freed_since_trim, last_trim_ns; /* heap trimming after exits */
-        uint64_t prepared_at_tick;    /* last tick after which a late set-up was forced */
-        uint64_t capture_bytes_freed; /* idle threads' capture buffers, since the last trim */
+        uint64_t prepared_at_tick;      /* last tick after which a late set-up was forced */
+        uint64_t capture_bytes_at_trim; /* run_stats.capture_bytes_freed at the last trim */
 };
 
 struct watch *watch__new(void);

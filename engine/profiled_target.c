@@ -1,0 +1,100 @@
+/* profiled_target.c — see profiled_target.h.
+ *
+ * Set-up and tear-down live here, below the sampler, watch mode and the
+ * tracer loop, so that all three can start and end a target's profiling
+ * without calling into one another. */
+#include "engine/profiled_target.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "attach/proc_thread.h"
+#include "otlp/otlp_target.h"
+#include "pprof/sample_recorder.h"
+#include "python/py_process.h"
+#include "symbolize/symbolizer.h"
+#include "unwind/native_unwinder.h"
+#include "util/clock.h"
+#include "util/log.h"
+
+#define LOCATION_CACHE_SLOTS 16384
+
+uint64_t profiled_target__maps_generation(const struct profiled_target *profiled)
+{
+        return profiled->space ? address_space__generation(profiled->space) : 0;
+}
+
+static void prepare_export(struct registry *registry, struct target *target,
+                           struct profiled_target *profiled)
+{
+        if (!registry->exporter)
+                return;
+        profiled->otlp = otlp_target__new(target->pid, registry->config.interval_ms,
+                                          proc_process__start_code(target->pid));
+        if (!profiled->otlp)
+                log_warning("PID %d: out of memory: not exported", (int)target->pid);
+}
+
+int profiled_target__prepare(struct registry *registry, struct target *target)
+{
+        struct profiled_target *profiled = calloc(1, sizeof(*profiled));
+
+        if (!profiled)
+                return -ENOMEM;
+        profiled->space = address_space__new(registry->symbolizer, target->pid);
+        if (profiled->space)
+                profiled->unwinder = native_unwinder__new(profiled->space, target->pid);
+        if (!profiled->unwinder)
+                log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
+                            (int)target->pid);
+        (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
+        if (registry->builder)
+                sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
+                                                  proc_process__start_code(target->pid));
+        profiled->python = py_process__new(target->pid, &registry->py_scratch);
+        for (size_t i = 0; profiled->python && i < target->n_threads; i++)
+                py_process__prepare(profiled->python, target, target->threads[i]);
+        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
+        target->owner = profiled;
+        context_reader__init(&profiled->context, target->pid);
+        context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
+                                profiled_target__maps_generation(profiled));
+        prepare_export(registry, target, profiled);
+        return 0;
+}
+
+void profiled_target__flush(struct registry *registry, struct target *target, uint64_t ticks,
+                            bool force, bool last)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (!profiled || !profiled->otlp || !registry->exporter)
+                return;
+        otlp_target__after_tick(profiled->otlp, registry->exporter, ticks, force);
+        if (!last)
+                return;
+        registry->export_encode_ns += profiled->otlp->encode_ns;
+        otlp_target__free(profiled->otlp);
+        profiled->otlp = NULL;
+}
+
+void profiled_target__release(struct registry *registry, struct target *target)
+{
+        profiled_target__flush(registry, target, 1, true, true);
+        profiled_target__free(target);
+}
+
+void profiled_target__free(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (!profiled)
+                return;
+        otlp_target__free(profiled->otlp);
+        location_cache__release(&profiled->locations);
+        py_process__free(profiled->python);
+        native_unwinder__free(profiled->unwinder);
+        address_space__free(profiled->space);
+        free(profiled);
+        target->owner = NULL;
+}

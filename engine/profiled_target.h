@@ -1,0 +1,49 @@
+/* profiled_target.h — what the engine hangs on an attached target
+ * (target->owner): its address space and unwinder, its location cache,
+ * its CPython state, its span-context reader and its Splunk record.
+ *
+ * Set up once the target is attached (profiled_target__prepare), freed when
+ * it exits, execs or is released.  Every function here runs on the tracer
+ * thread. */
+#pragma once
+
+#include <stdint.h>
+
+#include "context/context_reader.h"
+#include "engine/registry.h"
+#include "pprof/location_cache.h"
+
+struct profiled_target {
+        struct address_space *space;
+        struct native_unwinder *unwinder;
+        struct location_cache locations;
+        uint64_t last_refresh_ns; /* maps last re-read */
+        uint64_t last_check_ns;   /* vsize last compared (sampler.c) */
+        uint64_t last_vsize;
+        struct py_process *python; /* CPython frames, NULL for other processes */
+        struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
+        /* The span-context segment (context/). */
+        struct context_reader context;
+};
+
+/* Sets up symbolization, unwinding, Python and (with an exporter) the
+ * Splunk record for a freshly attached target.  0 or -ENOMEM; a part that
+ * cannot be set up degrades (native-only, not exported) with a warning. */
+int profiled_target__prepare(struct registry *registry, struct target *target);
+
+/* Flushes the target's Splunk record now (all its samples) and hands it
+ * to the exporter; `last`: the record is freed too. */
+void profiled_target__flush(struct registry *registry, struct target *target, uint64_t ticks,
+                            bool force, bool last);
+
+/* Flushes the record, then frees the target's engine state (exit, exec,
+ * release). */
+void profiled_target__release(struct registry *registry, struct target *target);
+
+/* Frees the engine state without flushing (tear-down after the tracer
+ * thread has gone).  Accepts a target that was never prepared. */
+void profiled_target__free(struct target *target);
+
+/* For the context reader: the address space's generation, 0 (unknown)
+ * without one. */
+uint64_t profiled_target__maps_generation(const struct profiled_target *profiled);
