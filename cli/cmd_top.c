@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli/top_table.h"
+#include "engine/run_status.h"
 #include "engine/tracer.h"
 #include "cli/tui.h"
 #include "util/cleanup.h"
@@ -49,8 +50,10 @@ struct top_view {
         struct top_filter filter;
         enum sort_key sort;
         struct tui tui;
-        const struct registry *registry;
-        size_t thread_cursor; /* f: 0 = all, i = the i-th known thread */
+        const struct registry *registry; /* config and descriptors only: the
+                                          * tracer's state comes by `status` */
+        struct run_status status;        /* the tracer's newest */
+        size_t thread_cursor;            /* f: 0 = all, i = the i-th known thread */
         bool quit;
 };
 
@@ -130,14 +133,13 @@ static void filter_label(const struct top_view *view, char *out, size_t size)
 static void draw_header(const struct top_view *view, FILE *out, const uint64_t samples[2])
 {
         const struct registry *registry = view->registry;
-        const struct target *first =
-            registry->targets.n_targets ? registry->targets.targets[0] : NULL;
+        const struct run_status *status = &view->status;
         char line[512], filter[64];
 
         snprintf(line, sizeof(line),
                  "splunk-profd top  pid %d (%s)%s  %lld Hz  samples %llu  threads %zu",
-                 first ? (int)first->pid : 0, first ? first->comm : "?",
-                 registry->targets.n_targets > 1 ? " +more" : "",
+                 (int)status->first_pid, status->first_pid ? status->first_comm : "?",
+                 registry->config.n_pids > 1 ? " +more" : "",
                  (long long)(1000 / registry->config.interval_ms), (unsigned long long)samples[1],
                  view->table.n_threads);
         put_line(out, view->tui.cols, line);
@@ -280,24 +282,6 @@ static void read_signal(struct top_view *view, int signal_fd)
 
 /* ------------------------------------------------------------ run */
 
-/* --thread NAME|TID: resolved against the attached targets' threads. */
-static pid_t resolve_thread_filter(const struct registry *registry, const char *wanted)
-{
-        char *end;
-        long tid = strtol(wanted, &end, 10);
-
-        for (size_t t = 0; t < registry->targets.n_targets; t++) {
-                const struct target *target = registry->targets.targets[t];
-                for (size_t i = 0; i < target->n_threads; i++) {
-                        const struct tthread *thread = target->threads[i];
-                        if (strcmp(thread->name, wanted) == 0 ||
-                            (*end == '\0' && thread->tid == (pid_t)tid))
-                                return thread->tid;
-                }
-        }
-        return -1;
-}
-
 /* Waits for the tracer's first report: 1 attached, 2 finished (failed). */
 static uint64_t wait_attached(struct registry *registry, int signal_fd)
 {
@@ -345,8 +329,10 @@ static void ui_loop(struct top_view *view, struct registry *registry, int signal
                 if (fds[1].revents & POLLIN)
                         read_signal(view, signal_fd);
                 if ((fds[2].revents & POLLIN) && read(timer_fd, &value, sizeof(value)) > 0 &&
-                    !view->quit)
+                    !view->quit) {
+                        (void)mailbox__receive(&registry->status, &view->status);
                         draw(view);
+                }
                 if (fds[3].revents & POLLIN)
                         view->quit = true; /* every target exited */
         }
@@ -354,9 +340,11 @@ static void ui_loop(struct top_view *view, struct registry *registry, int signal
 
 static int top_view__start(struct top_view *view, struct registry *registry)
 {
+        /* The tracer sent its first status before saying it had attached. */
+        (void)mailbox__receive(&registry->status, &view->status);
         view->filter.include_idle = registry->config.include_idle;
         if (registry->config.thread_filter) {
-                view->filter.tid = resolve_thread_filter(registry, registry->config.thread_filter);
+                view->filter.tid = view->status.thread_filter_tid;
                 if (view->filter.tid < 0) {
                         log_error("--thread %s: no such thread in the target",
                                   registry->config.thread_filter);

@@ -37,6 +37,7 @@
 #include "cli/config_file.h"
 #include "cli/progress.h"
 #include "engine/registry.h"
+#include "engine/run_status.h"
 #include "engine/profiled_target.h"
 #include "engine/tracer.h"
 #include "engine/watch.h"
@@ -102,6 +103,9 @@ static int registry__init(struct registry *registry, const struct profd_config *
         registry->include_internal_stacks =
             !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
         registry->sigchld_fd = -1;
+        int r = mailbox__init(&registry->status, sizeof(struct run_status));
+        if (r < 0)
+                return r;
         registry->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&registry->reload_lock, NULL);
         if (config->watch && !(registry->watch = watch__new()))
@@ -135,6 +139,7 @@ static void registry__release(struct registry *registry)
         py_walk_scratch__release(&registry->py_scratch);
         exporter__free(registry->exporter);
         watch__free(registry->watch);
+        mailbox__release(&registry->status);
         if (registry->reload_fd >= 0)
                 close(registry->reload_fd);
         if (registry->sigchld_fd >= 0)
@@ -278,14 +283,17 @@ static void wait_for_tracer(struct registry *registry, int signal_fd, struct pro
         };
         uint64_t value;
         struct signalfd_siginfo info;
+        struct run_status status = {0};
         int timeout = poll_timeout(progress, daemon);
 
         for (;;) {
                 int ready = poll(fds, 2, timeout);
                 if (ready < 0 && errno != EINTR)
                         return;
-                if (ready == 0 && progress->out)
-                        progress__draw(progress, &registry->progress);
+                if (ready == 0 && progress->out) {
+                        (void)mailbox__receive(&registry->status, &status);
+                        progress__draw(progress, &status);
+                }
                 feed_watchdog(registry, daemon);
                 if (fds[1].revents & POLLIN) {
                         if (read(registry->done_fd, &value, sizeof(value)) == sizeof(value) &&

@@ -8,27 +8,8 @@
 
 #include <unistd.h>
 
-#include "engine/run_stats.h"
+#include "engine/run_status.h"
 #include "util/clock.h"
-
-static uint64_t load(const uint64_t *value)
-{
-        return __atomic_load_n(value, __ATOMIC_RELAXED);
-}
-
-static void store(uint64_t *slot, uint64_t value)
-{
-        __atomic_store_n(slot, value, __ATOMIC_RELAXED);
-}
-
-void progress__publish(struct progress_counters *counters, const struct run_stats *stats,
-                       uint64_t threads)
-{
-        store(&counters->samples, stats->samples);
-        store(&counters->skipped, stats->skipped);
-        store(&counters->ticks, stats->ticks);
-        store(&counters->threads, threads);
-}
 
 void progress__init(struct progress *progress, FILE *out, double duration_s)
 {
@@ -38,7 +19,7 @@ void progress__init(struct progress *progress, FILE *out, double duration_s)
         progress->drawn = false;
 }
 
-void progress__draw(struct progress *progress, const struct progress_counters *counters)
+void progress__draw(struct progress *progress, const struct run_status *status)
 {
         double elapsed = (double)(monotonic_ns() - progress->start_ns) / 1e9;
         char total[32] = "";
@@ -50,9 +31,8 @@ void progress__draw(struct progress *progress, const struct progress_counters *c
         fprintf(progress->out,
                 "\rsplunk-profd: %.1fs%s  samples %llu  threads %llu  skipped %llu"
                 "  (Ctrl-C stops)\033[K",
-                elapsed, total, (unsigned long long)load(&counters->samples),
-                (unsigned long long)load(&counters->threads),
-                (unsigned long long)load(&counters->skipped));
+                elapsed, total, (unsigned long long)status->samples,
+                (unsigned long long)status->threads, (unsigned long long)status->skipped);
         fflush(progress->out);
         progress->drawn = true;
 }

@@ -13,9 +13,9 @@
 #include "attach/target_set.h"
 #include "context/context_reader.h"
 #include "engine/config.h"
-#include "cli/progress.h"
 #include "engine/run_stats.h"
 #include "engine/sample_sink.h"
+#include "util/mailbox.h"
 #include "pprof/sample_recorder.h"
 #include "python/py_frame.h"
 
@@ -46,8 +46,8 @@ struct registry {
         struct exporter *exporter; /* NULL: no export; thread-safe submit */
         /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS=true: keep SDK threads' samples. */
         bool include_internal_stacks;
-        struct progress_counters progress; /* tracer publishes after each tick, main reads */
-        struct sample_sink sink;           /* dump/top: per-sample consumer (sample_sink.h) */
+        struct mailbox status;   /* tracer -> main: struct run_status (run_status.h) */
+        struct sample_sink sink; /* dump/top: per-sample consumer (sample_sink.h) */
         /* --watch: SIGHUP settings, queued by main under reload_lock */
         int reload_fd; /* eventfd: main -> tracer, settings pending */
         pthread_mutex_t reload_lock;

@@ -32,9 +32,9 @@
 
 #include "attach/proc_thread.h"
 #include "attach/target_check.h"
-#include "cli/progress.h"
 #include "engine/event_pump.h"
 #include "engine/profiled_target.h"
+#include "engine/run_status.h"
 #include "engine/sampler.h"
 #include "engine/watch.h"
 #include "util/cleanup.h"
@@ -192,8 +192,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
                         sampler__tick(registry, realtime_ns());
                         export_after_tick(registry, false);
-                        progress__publish(&registry->progress, &registry->stats,
-                                          registry->stats.max_threads);
+                        run_status__send(registry);
                         if (registry->config.max_ticks &&
                             registry->stats.ticks >= registry->config.max_ticks)
                                 break; /* dump: exactly one tick */
@@ -268,6 +267,7 @@ void *tracer__main(void *arg)
                          "cannot create timer or signal descriptors: %s", strerror(errno));
                 fail_attach(registry, -errno, 1);
         } else if (attach_all(registry) == 0) {
+                run_status__send(registry);
                 notify_main(registry, 1);
                 registry->start_ns = monotonic_ns();
                 registry->start_realtime_ns = realtime_ns();
