@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach/proc_thread.h"
 #include "attach/target_check.h"
 #include "attach/syscall_restart.h"
 #include "engine/event_pump.h"
@@ -158,12 +159,28 @@ static enum seen_state examine(void *arg, pid_t pid, int previous)
 
 /* ------------------------------------------------------ ptrace events */
 
+/* A child that exits at once can have its exit reported before its
+ * parent's fork event: that exit named a pid we did not know, and no
+ * other will come, so a target made now would never be freed.  Such a
+ * child is a zombie (its parent has not waited yet) or already gone. */
+static bool has_exited(const struct target *target)
+{
+        char state = proc_thread__state(&target->threads[0]->files);
+
+        return state == 0 || state == 'Z' || state == 'X';
+}
+
 void watch__on_fork(struct registry *registry, struct target *parent, pid_t child)
 {
         struct target *target = target__adopt(child, &parent->options);
 
         if (!target)
                 return; /* detached at its first stop */
+        if (has_exited(target)) {
+                registry->watch->exited++;
+                target__free(target);
+                return;
+        }
         if (target_set__add(&registry->targets, target) < 0) {
                 target__free(target);
                 return;
