@@ -41,8 +41,6 @@
 #include "util/log.h"
 #include "util/clock.h"
 
-#define EXIT_TARGET_ERROR 3
-
 static void notify_main(struct registry *registry, uint64_t value)
 {
         (void)!write(registry->done_fd, &value, sizeof(value));
@@ -95,14 +93,33 @@ static void export_after_tick(struct registry *registry, bool force)
         }
 }
 
+/* `dump` shows what it can: of several processes, one that cannot be
+ * profiled (a zombie, one that exited meanwhile, one another tracer
+ * holds) costs a warning, not the whole dump.  Recording stays strict: a
+ * profile silently missing a process the user named would mislead. */
+static bool skip_failed_attach(struct registry *registry)
+{
+        if (registry->config.command != COMMAND_DUMP || registry->config.n_pids < 2 ||
+            registry->attach_exit_code != EXIT_TARGET_ERROR)
+                return false;
+        log_warning("skipped: %s", registry->attach_why);
+        registry->attach_error = registry->attach_exit_code = 0;
+        return true;
+}
+
 static int attach_all(struct registry *registry)
 {
         for (size_t i = 0; i < registry->config.n_pids; i++) {
                 int r = attach_one(registry, registry->config.pids[i]);
-                if (r < 0)
+                if (r < 0 && !skip_failed_attach(registry))
                         return r;
                 /* New threads' first stops: resume them promptly. */
                 event_pump__wait(registry, 0);
+        }
+        if (registry->config.n_pids > 0 && registry->targets.n_targets == 0) {
+                snprintf(registry->attach_why, sizeof(registry->attach_why),
+                         "none of the %zu processes could be profiled", registry->config.n_pids);
+                return fail_attach(registry, -ESRCH, EXIT_TARGET_ERROR);
         }
         return 0;
 }

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, PROFD, REPO, TARGET_DIR
+from conftest import BUILD, PROFD, REPO, TARGET_DIR, proc_status
 
 CHROMIUM = "/usr/bin/chromium"
 BLOCKED_OWN = re.compile(r"^(blk_\w+|sleeper_main|reader_main|spinner_main|main)$")
@@ -512,3 +512,24 @@ def test_man_page_installed():
     if shutil.which("man"):
         rendered = subprocess.run(["man", "-l", "-P", "cat", str(page)], capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
         assert rendered.returncode == 0 and "EXIT STATUS" in rendered.stdout
+
+
+def test_dump_skips_a_zombie_among_several(blocked_target):
+    """issue 20: `dump --pid A --pid ZOMBIE` failed as a whole."""
+    parent = subprocess.Popen([sys.executable, "-c",
+                               "import os, time\npid = os.fork()\nif pid == 0:\n    os._exit(0)\n"
+                               "print(pid, flush=True)\ntime.sleep(30)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        zombie = int(parent.stdout.readline())
+        deadline = time.monotonic() + 5
+        while proc_status(zombie)["State"][0] != "Z" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        result = run("dump", "--pid", blocked_target.pid, "--pid", zombie, "--json")
+        assert result.returncode == 0, result.stderr
+        assert f"skipped: PID {zombie}" in result.stderr and "zombie" in result.stderr
+        assert [p["pid"] for p in json.loads(result.stdout)["processes"]] == [blocked_target.pid]
+        alone = run("dump", "--pid", zombie)
+        assert alone.returncode == 3 and "zombie" in alone.stderr
+    finally:
+        parent.kill()
+        parent.wait()
