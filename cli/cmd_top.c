@@ -275,6 +275,10 @@ static void read_signal(struct top_view *view, int signal_fd)
         if (info.ssi_signo == SIGWINCH) {
                 tui__update_size(&view->tui);
                 draw(view);
+        } else if (info.ssi_signo == SIGTSTP || info.ssi_signo == SIGTTIN ||
+                   info.ssi_signo == SIGTTOU) {
+                /* Stopping would hold the targets (cli/main.c); top has its
+                 * own terminal, so it simply does not stop. */
         } else {
                 view->quit = true;
         }

@@ -80,6 +80,13 @@ static int block_signals(bool with_winch)
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGHUP);
         sigaddset(&mask, SIGCHLD);
+        /* Job control: stopping this process while it traces would hold
+         * every target thread that hits a ptrace event (a signal, a clone)
+         * until SIGCONT.  These come through the signalfd instead; `record`
+         * and `dump` release the targets before stopping (suspend_run). */
+        sigaddset(&mask, SIGTSTP);
+        sigaddset(&mask, SIGTTIN);
+        sigaddset(&mask, SIGTTOU);
         signal(SIGPIPE, SIG_IGN);
         if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
                 return -1;
@@ -251,10 +258,22 @@ static int poll_timeout(const struct progress *progress, const struct daemon_sta
         return progress->out ? PROGRESS_REDRAW_MS : -1;
 }
 
-static void on_signal(struct registry *registry, struct daemon_state *daemon,
+static bool is_job_control(uint32_t signo)
+{
+        return signo == SIGTSTP || signo == SIGTTIN || signo == SIGTTOU;
+}
+
+/* Returns true when the signal asks the run to suspend (job control). */
+static bool on_signal(struct registry *registry, struct daemon_state *daemon,
                       const struct signalfd_siginfo *info)
 {
         uint64_t one = 1;
+
+        if (is_job_control(info->ssi_signo)) {
+                log_notice("signal %u: releasing every target, then suspending", info->ssi_signo);
+                (void)!write(registry->stop_fd, &one, sizeof(one));
+                return true;
+        }
 
         if (info->ssi_signo == SIGHUP) {
                 if (daemon) {
@@ -262,21 +281,23 @@ static void on_signal(struct registry *registry, struct daemon_state *daemon,
                         reload(registry, daemon);
                         (void)sd_notify__send("READY=1");
                 }
-                return;
+                return false;
         }
         log_info("signal %u: stopping", info->ssi_signo);
         if (daemon)
                 (void)sd_notify__send("STOPPING=1");
         (void)!write(registry->stop_fd, &one, sizeof(one));
+        return false;
 }
 
 /* Waits until the tracer finishes, forwarding SIGINT/SIGTERM as a stop
  * request.  A second signal is not needed: the tracer stops within one
  * poll period.  In --watch mode (`daemon` set) it also tells systemd
  * READY=1 once the tracer runs, feeds the watchdog, and reloads on SIGHUP. */
-static void wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress,
+static bool wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress,
                             struct daemon_state *daemon)
 {
+        bool suspend = false;
         struct pollfd fds[2] = {
             {.fd = signal_fd, .events = POLLIN},
             {.fd = registry->done_fd, .events = POLLIN},
@@ -289,7 +310,7 @@ static void wait_for_tracer(struct registry *registry, int signal_fd, struct pro
         for (;;) {
                 int ready = poll(fds, 2, timeout);
                 if (ready < 0 && errno != EINTR)
-                        return;
+                        return suspend;
                 if (ready == 0 && progress->out) {
                         (void)mailbox__receive(&registry->status, &status);
                         progress__draw(progress, &status);
@@ -298,14 +319,30 @@ static void wait_for_tracer(struct registry *registry, int signal_fd, struct pro
                 if (fds[1].revents & POLLIN) {
                         if (read(registry->done_fd, &value, sizeof(value)) == sizeof(value) &&
                             value >= 2)
-                                return;
+                                return suspend;
                         if (daemon && value == 1)
                                 (void)sd_notify__send("READY=1\nSTATUS=watching");
                 }
                 if ((fds[0].revents & POLLIN) &&
                     read(signal_fd, &info, sizeof(info)) == sizeof(info))
-                        on_signal(registry, daemon, &info);
+                        suspend |= on_signal(registry, daemon, &info);
         }
+}
+
+/* The tracer has exited, so the kernel has released every tracee: only
+ * now may this process stop.  SIGSTOP, not the SIGTSTP that came (it is
+ * blocked): the shell sees the job stopped either way.  On SIGCONT the
+ * run goes on with a new tracer, which attaches afresh. */
+static void suspend_run(struct registry *registry, struct progress *progress)
+{
+        uint64_t value;
+
+        progress__clear(progress);
+        tracer__forget_targets(registry);
+        (void)!read(registry->stop_fd, &value, sizeof(value)); /* the stop we asked for */
+        (void)kill(getpid(), SIGSTOP);
+        log_notice("continued: attaching again");
+        registry->resuming = true;
 }
 
 /* CPU time this process used so far, in ms. */
@@ -432,12 +469,21 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
         int status;
 
         progress__init(&progress, dump || daemon ? NULL : stderr, registry->config.duration_s);
-        if (pthread_create(&tracer, NULL, tracer__main, registry) != 0) {
-                log_error("cannot start the tracer thread");
-                return EXIT_RUNTIME;
+        for (;;) {
+                if (pthread_create(&tracer, NULL, tracer__main, registry) != 0) {
+                        log_error("cannot start the tracer thread");
+                        return EXIT_RUNTIME;
+                }
+                bool suspend = wait_for_tracer(registry, signal_fd, &progress, daemon);
+                pthread_join(tracer, NULL);
+                if (!suspend || registry->attach_error)
+                        break;
+                suspend_run(registry, &progress);
+                if (registry->config.watch && !registry->watch) {
+                        log_error("out of memory: cannot resume watching");
+                        break;
+                }
         }
-        wait_for_tracer(registry, signal_fd, &progress, daemon);
-        pthread_join(tracer, NULL);
         progress__clear(&progress);
         if (registry->exporter)
                 exporter__stop(registry->exporter,

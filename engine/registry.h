@@ -54,6 +54,10 @@ struct registry {
         bool reload_pending;
         struct watch_settings reload;
         _Atomic uint64_t heartbeat; /* tracer loop iterations (watchdog) */
+        /* Set by main before it starts a tracer again after a job-control
+         * suspension: targets that exited meanwhile are skipped, the run's
+         * start time is kept. */
+        bool resuming;
         /* tracer only */
         int sigchld_fd;
         const struct ptrace_event_handlers *event_handlers; /* built by tracer.c, static */

@@ -99,8 +99,10 @@ static void export_after_tick(struct registry *registry, bool force)
  * profile silently missing a process the user named would mislead. */
 static bool skip_failed_attach(struct registry *registry)
 {
-        if (registry->config.command != COMMAND_DUMP || registry->config.n_pids < 2 ||
-            registry->attach_exit_code != EXIT_TARGET_ERROR)
+        bool several = registry->config.command == COMMAND_DUMP && registry->config.n_pids > 1;
+
+        /* After a suspension a process may have exited meanwhile. */
+        if (!(several || registry->resuming) || registry->attach_exit_code != EXIT_TARGET_ERROR)
                 return false;
         log_warning("skipped: %s", registry->attach_why);
         registry->attach_error = registry->attach_exit_code = 0;
@@ -116,7 +118,8 @@ static int attach_all(struct registry *registry)
                 /* New threads' first stops: resume them promptly. */
                 event_pump__wait(registry, 0);
         }
-        if (registry->config.n_pids > 0 && registry->targets.n_targets == 0) {
+        if (registry->config.n_pids > 0 && registry->targets.n_targets == 0 &&
+            !registry->resuming) {
                 snprintf(registry->attach_why, sizeof(registry->attach_why),
                          "none of the %zu processes could be profiled", registry->config.n_pids);
                 return fail_attach(registry, -ESRCH, EXIT_TARGET_ERROR);
@@ -277,6 +280,8 @@ void *tracer__main(void *arg)
         _cleanup_close_ int timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 
         registry->event_handlers = &event_handlers;
+        if (registry->sigchld_fd >= 0)
+                close(registry->sigchld_fd); /* a resumed run's second tracer */
         registry->sigchld_fd = open_sigchld_fd();
         registry->spin.allowed = has_spare_cpu();
         if (timer_fd < 0 || registry->sigchld_fd < 0) {
@@ -286,8 +291,10 @@ void *tracer__main(void *arg)
         } else if (attach_all(registry) == 0) {
                 run_status__send(registry);
                 notify_main(registry, 1);
-                registry->start_ns = monotonic_ns();
-                registry->start_realtime_ns = realtime_ns();
+                if (!registry->resuming) {
+                        registry->start_ns = monotonic_ns();
+                        registry->start_realtime_ns = realtime_ns();
+                }
                 run_loop(registry, timer_fd);
                 registry->end_ns = monotonic_ns();
         }
@@ -296,4 +303,15 @@ void *tracer__main(void *arg)
         event_pump__drain(registry);
         notify_main(registry, 2);
         return NULL;
+}
+
+void tracer__forget_targets(struct registry *registry)
+{
+        for (size_t i = 0; i < registry->targets.n_targets; i++)
+                profiled_target__free(registry->targets.targets[i]);
+        target_set__free(&registry->targets); /* leaves an empty, reusable set */
+        if (registry->watch) {
+                watch__free(registry->watch);
+                registry->watch = watch__new();
+        }
 }

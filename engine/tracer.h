@@ -11,3 +11,9 @@
  * it.  On an attach failure it fills attach_error/attach_why and finishes
  * at once. */
 void *tracer__main(void *arg);
+
+/* Job control (cli/main.c): after the tracer thread has exited, every
+ * tracee is released already; this frees what the engine still knows of
+ * them, so that a new tracer__main attaches afresh (registry->resuming).
+ * Watch mode forgets what it discovered too.  Main thread, tracer joined. */
+void tracer__forget_targets(struct registry *registry);

@@ -4,6 +4,7 @@ SIGINT/SIGTERM, when killed, when a target exits or is stopped."""
 import os
 import random
 import signal
+import sys
 import time
 
 import pytest
@@ -13,9 +14,11 @@ from conftest import (
     assert_progressing,
     assert_stack_prefix,
     cpu_ticks,
+    proc_status,
     send_signal_when_attached,
     thread_states,
     wait_released,
+    wait_traced,
 )
 
 
@@ -96,3 +99,51 @@ def test_stopped_target_stays_stopped(profd, targets, start_target):
     os.kill(target.pid, signal.SIGCONT)
     wait_released(target.pid)
     assert_progressing(target.pid)
+
+
+SIGNAL_LOOP = """
+import os, signal, sys, time
+count = 0
+def on_usr1(*_):
+    global count
+    count += 1
+signal.signal(signal.SIGUSR1, on_usr1)
+print("ready", flush=True)
+path = sys.argv[1]
+while True:
+    for _ in range(100):
+        os.kill(os.getpid(), signal.SIGUSR1)
+    with open(path + ".tmp", "w") as f:
+        f.write(str(count))
+    os.replace(path + ".tmp", path)
+    time.sleep(0.01)
+"""
+
+
+def test_ctrl_z_releases_the_target_then_resumes(profd, start_target, tmp_path):
+    """SIGTSTP used to stop the profiler with the target traced: every
+    signal the target then got put a thread in a ptrace-stop that waited
+    for SIGCONT (issue 20: 10 of 10 tries held 3-5 threads).  Now the
+    targets are released before the profiler stops, and attached again on
+    SIGCONT."""
+    counter = tmp_path / "count"
+    target = start_target([sys.executable, "-c", SIGNAL_LOOP, str(counter)])
+    proc = profd.start("--pid", target.pid, "--interval", "10")
+    send_signal_when_attached(proc, target.pid, signal.SIGTSTP, sample_for=0.5)
+    deadline = time.monotonic() + 5
+    while proc_status(proc.pid)["State"][0] != "T":
+        assert time.monotonic() < deadline, "the profiler did not suspend"
+        time.sleep(0.02)
+    wait_released(target.pid)
+    before = int(counter.read_text())
+    time.sleep(1.0)
+    assert int(counter.read_text()) > before + 1000, "the target's signals were held"
+    assert proc_status(proc.pid)["State"][0] == "T"
+    proc.send_signal(signal.SIGCONT)
+    wait_traced(target.pid)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    result = profd.finish(proc, timeout=10)
+    assert result.returncode == 0, str(result)
+    assert result.summary["samples"] > 0
+    wait_released(target.pid)
