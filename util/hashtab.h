@@ -2,13 +2,16 @@
  *
  * Entries embed a struct hash_node; the table never allocates entries, only
  * its bucket array, so each cache decides how its entries are laid out and
- * freed.  Hashes are seeded per table owner to make collisions from
- * attacker-chosen names (symbols, paths) harder to arrange. */
+ * freed.  Hashes (util/hash.h) are seeded per table owner to make
+ * collisions from attacker-chosen names (symbols, paths) harder to
+ * arrange. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/hash.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -34,6 +37,3 @@ int hashtab__insert(struct hashtab *tab, struct hash_node *node, uint64_t hash);
 void hashtab__remove(struct hashtab *tab, struct hash_node *node);
 /* Frees every node with free_node and leaves an empty, reusable table. */
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node);
-
-uint64_t hash__bytes(uint64_t seed, const void *data, size_t len);
-uint64_t hash__u64(uint64_t seed, uint64_t value);
