@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "render/frame_label.h"
+#include "util/array.h"
 #include "util/json_text.h"
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
@@ -98,14 +99,8 @@ static int fg_rehash(struct flamegraph *g)
 
 static int64_t fg_new_node(struct flamegraph *g, uint32_t parent, const struct ps_frame *frame)
 {
-        if (g->n_nodes == g->nodes_capacity) {
-                size_t n = g->nodes_capacity ? g->nodes_capacity * 2 : 1024;
-                struct fg_node *bigger = realloc(g->nodes, n * sizeof(*bigger));
-                if (!bigger)
-                        return -ENOMEM;
-                g->nodes = bigger;
-                g->nodes_capacity = n;
-        }
+        if (ARRAY_RESERVE(g->nodes, g->nodes_capacity, g->n_nodes + 1) < 0)
+                return -ENOMEM;
         struct fg_node *node = &g->nodes[g->n_nodes];
         *node = (struct fg_node){
             .frame = *frame, .parent = parent, .first_child = NONE, .next_sibling = NONE};

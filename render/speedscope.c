@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
 #include "util/json_text.h"
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
@@ -31,8 +32,10 @@ struct ss_thread {
         uint32_t *frames; /* every sample's frame indices, back to back */
         size_t n_frames, frames_capacity;
         size_t *ends; /* sample i is frames[ends[i-1] .. ends[i]) */
-        int64_t *weights;
-        size_t n_samples, samples_capacity;
+        size_t ends_capacity;
+        int64_t *weights; /* sample i weighs weights[i] */
+        size_t weights_capacity;
+        size_t n_samples;
         int64_t total;
 };
 
@@ -44,23 +47,6 @@ struct speedscope {
         struct ss_thread *threads;
         size_t n_threads, threads_capacity;
 };
-
-static int grow_array(void **items, size_t *capacity, size_t needed, size_t size)
-{
-        size_t n = *capacity ? *capacity : 64;
-        void *bigger;
-
-        if (needed <= *capacity)
-                return 0;
-        while (n < needed)
-                n *= 2;
-        bigger = realloc(*items, n * size);
-        if (!bigger)
-                return -ENOMEM;
-        *items = bigger;
-        *capacity = n;
-        return 0;
-}
 
 static uint64_t key_hash(uint64_t function_id, int64_t line)
 {
@@ -103,8 +89,7 @@ static int64_t frame_index(struct speedscope *s, const struct ps_frame *frame)
         for (; s->keys[slot].function_id; slot = (slot + 1) & (s->keys_capacity - 1))
                 if (s->keys[slot].function_id == frame->function_id && s->keys[slot].line == line)
                         return s->keys[slot].index;
-        if (grow_array((void **)&s->frames, &s->frames_capacity, s->n_frames + 1,
-                       sizeof(*s->frames)) < 0)
+        if (ARRAY_RESERVE(s->frames, s->frames_capacity, s->n_frames + 1) < 0)
                 return -ENOMEM;
         s->frames[s->n_frames] = *frame;
         s->keys[slot] = (struct ss_frame_key){frame->function_id, line, (uint32_t)s->n_frames};
@@ -118,8 +103,7 @@ static struct ss_thread *thread_for(struct speedscope *s, const struct ps_sample
         for (size_t i = 0; i < s->n_threads; i++)
                 if (s->threads[i].pid == sample->pid && s->threads[i].tid == sample->tid)
                         return &s->threads[i];
-        if (grow_array((void **)&s->threads, &s->threads_capacity, s->n_threads + 1,
-                       sizeof(*s->threads)) < 0)
+        if (ARRAY_RESERVE(s->threads, s->threads_capacity, s->n_threads + 1) < 0)
                 return NULL;
         thread = &s->threads[s->n_threads];
         *thread = (struct ss_thread){.pid = sample->pid, .tid = sample->tid};
@@ -137,16 +121,11 @@ static int speedscope__add(void *arg, const struct ps_sample *sample)
         struct ss_thread *thread = thread_for(s, sample);
 
         if (!thread ||
-            grow_array((void **)&thread->frames, &thread->frames_capacity,
-                       thread->n_frames + sample->n_frames, sizeof(*thread->frames)) < 0 ||
-            grow_array((void **)&thread->ends, &thread->samples_capacity, thread->n_samples + 1,
-                       sizeof(*thread->ends)) < 0)
+            ARRAY_RESERVE(thread->frames, thread->frames_capacity,
+                          thread->n_frames + sample->n_frames) < 0 ||
+            ARRAY_RESERVE(thread->ends, thread->ends_capacity, thread->n_samples + 1) < 0 ||
+            ARRAY_RESERVE(thread->weights, thread->weights_capacity, thread->n_samples + 1) < 0)
                 return -ENOMEM;
-        /* weights share samples_capacity: grow it to the same size. */
-        int64_t *weights = realloc(thread->weights, thread->samples_capacity * sizeof(*weights));
-        if (!weights)
-                return -ENOMEM;
-        thread->weights = weights;
         for (size_t i = 0; i < sample->n_frames; i++) {
                 int64_t index = frame_index(s, &sample->frames[i]);
                 if (index < 0)
