@@ -17,14 +17,10 @@
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
 #include "util/cleanup.h"
+#include "util/hash.h"
+#include "util/index_map.h"
 
 #define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
-
-struct ss_frame_key {
-        uint64_t function_id; /* 0: empty slot */
-        int64_t line;
-        uint32_t index;
-};
 
 struct ss_thread {
         int64_t pid, tid;
@@ -40,59 +36,52 @@ struct ss_thread {
 };
 
 struct speedscope {
-        struct ss_frame_key *keys; /* open addressing, power-of-two size */
-        size_t keys_capacity;
-        struct ps_frame *frames; /* copies of the frames (strings: builder-owned) */
+        struct index_map frame_map; /* frame identity -> index in frames */
+        struct ps_frame *frames;    /* copies of the frames (strings: builder-owned) */
         size_t n_frames, frames_capacity;
         struct ss_thread *threads;
         size_t n_threads, threads_capacity;
 };
 
-static uint64_t key_hash(uint64_t function_id, int64_t line)
+/* A frame's identity: native frames by function, Python frames by
+ * function and line. */
+static int64_t frame_line(const struct ps_frame *frame)
 {
-        uint64_t h = function_id * 0x9e3779b97f4a7c15ull ^ (uint64_t)line * 0xc2b2ae3d27d4eb4full;
-
-        return h ^ (h >> 29);
+        return frame->python ? frame->line : 0;
 }
 
-static int rehash(struct speedscope *s)
+static uint64_t frame_hash(const struct ps_frame *frame)
 {
-        size_t capacity = s->keys_capacity ? s->keys_capacity * 2 : 1024;
-        struct ss_frame_key *keys = calloc(capacity, sizeof(*keys));
+        return hash__combine(hash__combine(4, frame->function_id), (uint64_t)frame_line(frame));
+}
 
-        if (!keys)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->keys_capacity; i++) {
-                const struct ss_frame_key *k = &s->keys[i];
-                if (!k->function_id)
-                        continue;
-                size_t slot = key_hash(k->function_id, k->line) & (capacity - 1);
-                while (keys[slot].function_id)
-                        slot = (slot + 1) & (capacity - 1);
-                keys[slot] = *k;
-        }
-        free(s->keys);
-        s->keys = keys;
-        s->keys_capacity = capacity;
-        return 0;
+struct ss_frame_key {
+        const struct speedscope *s;
+        const struct ps_frame *frame;
+};
+
+static bool ss_frame_key__equal(const void *context, uint32_t index)
+{
+        const struct ss_frame_key *key = context;
+        const struct ps_frame *known = &key->s->frames[index];
+
+        return known->function_id == key->frame->function_id &&
+               frame_line(known) == frame_line(key->frame);
 }
 
 /* The shared frame index of `frame`, added on first sight; -ENOMEM. */
 static int64_t frame_index(struct speedscope *s, const struct ps_frame *frame)
 {
-        int64_t line = frame->python ? frame->line : 0;
-        size_t slot;
+        struct ss_frame_key key = {s, frame};
+        uint64_t hash = frame_hash(frame);
+        uint32_t found = index_map__find(&s->frame_map, hash, ss_frame_key__equal, &key);
 
-        if ((s->n_frames + 1) * 2 > s->keys_capacity && rehash(s) < 0)
-                return -ENOMEM;
-        slot = key_hash(frame->function_id, line) & (s->keys_capacity - 1);
-        for (; s->keys[slot].function_id; slot = (slot + 1) & (s->keys_capacity - 1))
-                if (s->keys[slot].function_id == frame->function_id && s->keys[slot].line == line)
-                        return s->keys[slot].index;
-        if (ARRAY_RESERVE(s->frames, s->frames_capacity, s->n_frames + 1) < 0)
+        if (found != INDEX_MAP_NONE)
+                return found;
+        if (ARRAY_RESERVE(s->frames, s->frames_capacity, s->n_frames + 1) < 0 ||
+            index_map__insert(&s->frame_map, hash, (uint32_t)s->n_frames) < 0)
                 return -ENOMEM;
         s->frames[s->n_frames] = *frame;
-        s->keys[slot] = (struct ss_frame_key){frame->function_id, line, (uint32_t)s->n_frames};
         return (int64_t)s->n_frames++;
 }
 
@@ -207,7 +196,7 @@ static void speedscope__release(struct speedscope *s)
         }
         free(s->threads);
         free(s->frames);
-        free(s->keys);
+        index_map__free(&s->frame_map);
 }
 
 int speedscope__write(const struct profile_builder *builder, const char *path)
