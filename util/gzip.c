@@ -23,11 +23,7 @@
 #define GZIP_WINDOW_BITS (15 + 16)
 #define GZIP_MEM_LEVEL   8
 
-static void deflate_endp(z_stream **stream)
-{
-        if (*stream)
-                deflateEnd(*stream);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(z_stream *, deflateEnd, deflate_endp)
 
 static int gzip__errno(int z)
 {

@@ -23,13 +23,8 @@ static void profilep(Perftools__Profiles__Profile **profile)
                 perftools__profiles__profile__free_unpacked(*profile, NULL);
 }
 
-static void builderp(struct profile_builder **builder)
-{
-        profile_builder__free(*builder);
-}
-
 #define _cleanup_profile_ _cleanup_(profilep)
-#define _cleanup_builder_ _cleanup_(builderp)
+#define _cleanup_builder_ _cleanup_(profile_builder__freep)
 
 static Perftools__Profiles__Profile *decode(struct profile_builder *builder)
 {
