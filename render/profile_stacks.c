@@ -106,12 +106,3 @@ int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn
         }
         return 0;
 }
-
-int64_t profile_stacks__total(const struct profile_builder *builder)
-{
-        int64_t total = 0;
-
-        for (size_t s = 0; s < builder->n_samples; s++)
-                total += sample_value(builder, s);
-        return total;
-}
