@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "attach/target_check.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -40,22 +41,16 @@ static void thread_free(struct tthread *thread)
 
 bool thread_stack__reserve(struct thread_stack *stack, size_t n)
 {
-        size_t capacity = stack->capacity ? stack->capacity : STACK_INITIAL_FRAMES;
-        uint64_t *grown;
+        size_t pcs_capacity = stack->capacity, sps_capacity = stack->capacity;
 
-        if (stack->capacity >= n)
-                return true;
-        while (capacity < n)
-                capacity *= 2;
-        grown = realloc(stack->pcs, capacity * sizeof(*grown));
-        if (!grown)
+        if (n < STACK_INITIAL_FRAMES)
+                n = STACK_INITIAL_FRAMES;
+        /* From the same capacity both grow alike; a failure leaves the
+         * old capacity, which both arrays still have. */
+        if (ARRAY_RESERVE(stack->pcs, pcs_capacity, n) < 0 ||
+            ARRAY_RESERVE(stack->sps, sps_capacity, n) < 0)
                 return false;
-        stack->pcs = grown;
-        grown = realloc(stack->sps, capacity * sizeof(*grown));
-        if (!grown)
-                return false;
-        stack->sps = grown;
-        stack->capacity = capacity;
+        stack->capacity = pcs_capacity;
         return true;
 }
 
@@ -94,14 +89,8 @@ struct tthread *target__add_thread(struct target *target, pid_t tid)
                 return thread;
         if (target->n_threads >= TARGET_MAX_THREADS)
                 return NULL;
-        if (target->n_threads == target->threads_capacity) {
-                size_t capacity = target->threads_capacity ? target->threads_capacity * 2 : 16;
-                struct tthread **grown = realloc(target->threads, capacity * sizeof(*grown));
-                if (!grown)
-                        return NULL;
-                target->threads = grown;
-                target->threads_capacity = capacity;
-        }
+        if (ARRAY_RESERVE(target->threads, target->threads_capacity, target->n_threads + 1) < 0)
+                return NULL;
         thread = thread_new(target->pid, tid, &target->options);
         if (!thread)
                 return NULL;

@@ -8,18 +8,13 @@
 #include <stdlib.h>
 
 #include "attach/target_check.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 
 int target_set__add(struct target_set *set, struct target *target)
 {
-        if (set->n_targets == set->capacity) {
-                size_t capacity = set->capacity ? set->capacity * 2 : 4;
-                struct target **grown = realloc(set->targets, capacity * sizeof(*grown));
-                if (!grown)
-                        return -ENOMEM;
-                set->targets = grown;
-                set->capacity = capacity;
-        }
+        if (ARRAY_RESERVE(set->targets, set->capacity, set->n_targets + 1) < 0)
+                return -ENOMEM;
         set->targets[set->n_targets++] = target;
         return 0;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "context/context_format.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -116,16 +117,9 @@ void discovery__set(struct discovery *discovery, pid_t pid, enum seen_state stat
         struct seen_entry *entry = seen_find(discovery, pid, &at);
 
         if (!entry) {
-                if (discovery->n_seen == discovery->seen_capacity) {
-                        size_t capacity =
-                            discovery->seen_capacity ? discovery->seen_capacity * 2 : 256;
-                        struct seen_entry *grown =
-                            realloc(discovery->seen, capacity * sizeof(*grown));
-                        if (!grown)
-                                return;
-                        discovery->seen = grown;
-                        discovery->seen_capacity = capacity;
-                }
+                if (ARRAY_RESERVE(discovery->seen, discovery->seen_capacity,
+                                  discovery->n_seen + 1) < 0)
+                        return;
                 memmove(&discovery->seen[at + 1], &discovery->seen[at],
                         (discovery->n_seen - at) * sizeof(discovery->seen[0]));
                 discovery->n_seen++;
@@ -138,18 +132,11 @@ void discovery__set(struct discovery *discovery, pid_t pid, enum seen_state stat
 
 static void pending_add(struct discovery *discovery, pid_t pid)
 {
-        if (discovery->n_pending == discovery->pending_capacity) {
-                size_t capacity =
-                    discovery->pending_capacity ? discovery->pending_capacity * 2 : 64;
-                pid_t *grown;
-                if (capacity > PENDING_MAX)
-                        return; /* the next scan finds it */
-                grown = realloc(discovery->pending, capacity * sizeof(*grown));
-                if (!grown)
-                        return;
-                discovery->pending = grown;
-                discovery->pending_capacity = capacity;
-        }
+        if (discovery->n_pending >= PENDING_MAX)
+                return; /* the next scan finds it */
+        if (ARRAY_RESERVE(discovery->pending, discovery->pending_capacity,
+                          discovery->n_pending + 1) < 0)
+                return;
         discovery->pending[discovery->n_pending++] = pid;
 }
 
@@ -228,12 +215,12 @@ static int compare_pids(const void *a, const void *b)
 static pid_t *list_pids(size_t *n)
 {
         _cleanup_(closedirp) DIR *dir = opendir("/proc");
-        size_t capacity = 1024;
-        pid_t *pids = malloc(capacity * sizeof(*pids));
+        size_t capacity = 0;
+        pid_t *pids = NULL;
         struct dirent *entry;
 
         *n = 0;
-        if (!dir || !pids) {
+        if (!dir || ARRAY_RESERVE(pids, capacity, 1024) < 0) {
                 free(pids);
                 return NULL;
         }
@@ -241,12 +228,8 @@ static pid_t *list_pids(size_t *n)
                 long pid = strtol(entry->d_name, NULL, 10);
                 if (pid <= 0)
                         continue;
-                if (*n == capacity) {
-                        pid_t *grown = realloc(pids, (capacity *= 2) * sizeof(*pids));
-                        if (!grown)
-                                break;
-                        pids = grown;
-                }
+                if (ARRAY_RESERVE(pids, capacity, *n + 1) < 0)
+                        break;
                 pids[(*n)++] = (pid_t)pid;
         }
         qsort(pids, *n, sizeof(*pids), compare_pids);

@@ -352,12 +352,6 @@ static bool resolve(const struct lookup *env, struct export_config *config, int6
                resolve_ca(env, config, error, error_size);
 }
 
-bool export_config__resolve(struct export_config *config, int64_t interval_ms, char *error,
-                            size_t error_size)
-{
-        return export_config__resolve_from(config, interval_ms, NULL, NULL, error, error_size);
-}
-
 bool export_config__resolve_from(struct export_config *config, int64_t interval_ms,
                                  export_lookup_fn lookup, void *arg, char *error, size_t error_size)
 {

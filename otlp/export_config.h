@@ -36,7 +36,7 @@ struct export_config {
         int64_t flush_interval_ms; /* --flush-interval; 0 = default */
         int64_t memory_mb;         /* --export-memory-mb; 0 = default */
 
-        /* Resolved by export_config__resolve(). */
+        /* Resolved by export_config__resolve_from(). */
         bool enabled;
         char endpoint[512]; /* the URL, as given */
         char target[512];   /* gRPC target: host:port */
@@ -54,13 +54,10 @@ bool export_config__parse_endpoint(struct export_config *config, const char *url
                                    size_t error_size);
 
 /* Applies the environment under the flags already in `config`, given the
- * sampling interval (for the default flush interval).  Returns false with
+ * sampling interval (for the default flush interval), reading the
+ * variables through `lookup` (the daemon's --config file on reload:
+ * cli/config_file.h), or getenv when `lookup` is NULL.  Returns false with
  * a one-line reason in `error`. */
-bool export_config__resolve(struct export_config *config, int64_t interval_ms, char *error,
-                            size_t error_size);
-
-/* The same, reading the variables through `lookup` instead of getenv (the
- * daemon's --config file on reload: cli/config_file.h).  NULL: getenv. */
 typedef const char *(*export_lookup_fn)(void *arg, const char *name);
 bool export_config__resolve_from(struct export_config *config, int64_t interval_ms,
                                  export_lookup_fn lookup, void *arg, char *error,

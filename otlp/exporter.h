@@ -17,8 +17,7 @@ struct exporter_stats {
         uint64_t retries, failed_records, rejected_records;
         uint64_t dropped_records, dropped_samples, unsent_at_exit;
         size_t peak_queue_bytes;
-        uint64_t cpu_ns;    /* the exporter thread's CPU time */
-        uint64_t encode_ns; /* tracer-side record encoding, added by the caller */
+        uint64_t cpu_ns; /* the exporter thread's CPU time */
 };
 
 /* Creates the queue and the gRPC channel (nothing connects yet).  NULL

@@ -57,16 +57,6 @@ void otlp_target__free(struct otlp_target *target)
         free(target);
 }
 
-void otlp_target__set_runtime(struct otlp_target *target, const struct otlp_runtime *runtime)
-{
-        struct otlp_resource *resource = otlp_resource__new(target->pid, runtime);
-
-        if (!resource)
-                return;
-        otlp_resource__unref(target->resource);
-        target->resource = resource;
-}
-
 /* A fresh builder, recorder and (emptied) location cache. */
 static int start_record(struct otlp_target *target, struct address_space *space)
 {

@@ -18,7 +18,6 @@
 struct address_space;
 struct exporter;
 struct otlp_resource;
-struct otlp_runtime;
 
 struct otlp_target {
         pid_t pid;
@@ -38,10 +37,6 @@ struct otlp_target {
  * (its mapping comes first in the profile). */
 struct otlp_target *otlp_target__new(pid_t pid, int64_t period_ms, uint64_t main_code);
 void otlp_target__free(struct otlp_target *target);
-
-/* Re-describes the target's runtime (the Python side calls this once it
- * has identified a CPython target); rebuilds the resource. */
-void otlp_target__set_runtime(struct otlp_target *target, const struct otlp_runtime *runtime);
 
 /* Records one sample into the current record.  0 or -ENOMEM. */
 int otlp_target__record(struct otlp_target *target, struct address_space *space,

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/cleanup.h"
+
 struct profile_builder;
 
 struct pb_mapping {
@@ -57,6 +59,7 @@ struct profile_builder_options {
  * errno EINVAL when n_sample_types > 4, ENOMEM when out of memory. */
 struct profile_builder *profile_builder__new(const struct profile_builder_options *options);
 void profile_builder__free(struct profile_builder *builder);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct profile_builder *, profile_builder__free, profile_builder__freep)
 
 /* Both return 0 on failure (out of memory; for a location also an unknown
  * mapping_id).  Lines beyond the first 64 are dropped. */

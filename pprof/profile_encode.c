@@ -30,12 +30,8 @@ struct encoding {
         Perftools__Profiles__Label *labels, **label_ptrs;
 };
 
-static void encoding__freep(struct encoding **encoding)
+static void encoding__free(struct encoding *e)
 {
-        struct encoding *e = *encoding;
-
-        if (!e)
-                return;
         free(e->mappings);
         free(e->mapping_ptrs);
         free(e->functions);
@@ -50,6 +46,8 @@ static void encoding__freep(struct encoding **encoding)
         free(e->label_ptrs);
         free(e);
 }
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct encoding *, encoding__free, encoding__freep)
 
 /* calloc that never returns NULL for an empty table. */
 static void *encoding__array(size_t n, size_t size)

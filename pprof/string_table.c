@@ -62,7 +62,7 @@ int64_t string_table__intern(struct string_table *table, const char *string)
         uint32_t index;
 
         key.len = strlen(key.string);
-        hash = hash__bytes(key.string, key.len);
+        hash = hash__bytes(0, key.string, key.len);
         index = index_map__find(&table->map, hash, string_table__equal, &key);
         if (index != INDEX_MAP_NONE)
                 return index;

@@ -29,11 +29,6 @@
 
 #define MAX_STRUCT_SIZE (64u * 1024)
 
-bool py_offsets__minor_supported(unsigned int minor)
-{
-        return minor >= 9 && minor <= 14;
-}
-
 static void common_objects(struct py_offsets *o, uint64_t ascii_size, uint64_t compact_size)
 {
         o->unicode_length = 16;

@@ -115,6 +115,3 @@ bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
  * implausible values. */
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
                             uint32_t *version, const char **why);
-
-/* True when the PY_VERSION_HEX's minor is one we can read. */
-bool py_offsets__minor_supported(unsigned int minor);

@@ -61,6 +61,7 @@
 #include "python/py_thread_names.h"
 #include "pprof/sample_recorder.h"
 #include "symbolize/symbolizer.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -435,13 +436,8 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         out->gil = t ? gil_label(py, t, capture) : NULL;
         if (walk.n_frames == 0 || !space)
                 return out;
-        if (py->classes_capacity < native->n_pcs) {
-                enum native_class *classes = realloc(py->classes, native->n_pcs * sizeof(*classes));
-                if (!classes)
-                        return NULL;
-                py->classes = classes;
-                py->classes_capacity = native->n_pcs;
-        }
+        if (ARRAY_RESERVE(py->classes, py->classes_capacity, native->n_pcs) < 0)
+                return NULL;
         for (size_t i = 0; i < native->n_pcs; i++)
                 py->classes[i] = classify(py, space, native->pcs[i]);
         struct merge_input in = {

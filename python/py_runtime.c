@@ -51,17 +51,6 @@ struct elf_symbols {
         uint64_t none_object;
 };
 
-static void elf_endp(Elf **elf)
-{
-        if (*elf)
-                elf_end(*elf);
-}
-
-static void proc_maps_clearp(struct proc_maps *maps)
-{
-        proc_maps__clear(maps);
-}
-
 static const char *base_name(const char *path)
 {
         const char *slash = strrchr(path, '/');
@@ -334,7 +323,7 @@ enum py_discovery py_runtime__discover(pid_t pid, struct py_runtime *out, char *
                                        size_t why_size)
 {
         _cleanup_free_ char *text = NULL;
-        _cleanup_(proc_maps_clearp) struct proc_maps maps = {0};
+        _cleanup_(proc_maps__clearp) struct proc_maps maps = {0};
         struct candidate candidates[MAX_CANDIDATES];
         char link[64], exe[PY_RUNTIME_PATH_MAX] = "";
         size_t len, n;

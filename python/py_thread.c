@@ -25,6 +25,7 @@
 
 #include "attach/remote_memory.h"
 #include "python/py_gil.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 
 static uint64_t u64_at(const uint8_t *data, uint64_t offset)
@@ -89,14 +90,8 @@ static bool seen_tstate(const struct py_threads *threads, uint64_t tstate)
 
 static int add_thread(struct py_threads *out, const struct py_thread *t)
 {
-        if (out->n == out->capacity) {
-                size_t capacity = out->capacity ? 2 * out->capacity : 16;
-                struct py_thread *v = realloc(out->v, capacity * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                out->v = v;
-                out->capacity = capacity;
-        }
+        if (ARRAY_RESERVE(out->v, out->capacity, out->n + 1) < 0)
+                return -ENOMEM;
         out->v[out->n++] = *t;
         return 0;
 }

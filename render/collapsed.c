@@ -15,6 +15,7 @@
 #include "render/frame_label.h"
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 
 #define LABEL_MAX 1024
@@ -55,14 +56,8 @@ static int collapsed__add(void *arg, const struct ps_sample *sample)
 {
         struct collapsed *c = arg;
 
-        if (c->n == c->capacity) {
-                size_t n = c->capacity ? c->capacity * 2 : 1024;
-                struct collapsed_line *bigger = realloc(c->lines, n * sizeof(*bigger));
-                if (!bigger)
-                        return -ENOMEM;
-                c->lines = bigger;
-                c->capacity = n;
-        }
+        if (ARRAY_RESERVE(c->lines, c->capacity, c->n + 1) < 0)
+                return -ENOMEM;
         c->lines[c->n].stack = stack_text(sample);
         if (!c->lines[c->n].stack)
                 return -ENOMEM;

@@ -22,10 +22,13 @@
 #include <string.h>
 
 #include "render/frame_label.h"
+#include "util/array.h"
 #include "util/json_text.h"
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
 #include "util/cleanup.h"
+#include "util/hash.h"
+#include "util/index_map.h"
 
 #define SVG_WIDTH    1200
 #define SVG_PAD      10
@@ -46,18 +49,10 @@ struct fg_node {
         int64_t x; /* in samples, from the left */
 };
 
-struct fg_key {
-        uint32_t parent_plus_one; /* 0: empty slot */
-        uint64_t function_id;
-        int64_t line;
-        uint32_t node;
-};
-
 struct flamegraph {
         struct fg_node *nodes;
         size_t n_nodes, nodes_capacity;
-        struct fg_key *keys;
-        size_t keys_capacity;
+        struct index_map children; /* (parent, frame identity) -> node */
         uint32_t max_depth;
 };
 
@@ -65,47 +60,39 @@ struct flamegraph {
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x)  STRINGIFY_(x)
 
-static uint64_t fg_hash(uint32_t parent, uint64_t function_id, int64_t line)
-{
-        uint64_t h = ((uint64_t)parent << 32 ^ function_id) * 0x9e3779b97f4a7c15ull;
+/* A child's identity under its parent: native frames by function,
+ * Python frames by function and line (as the collapsed output). */
+struct fg_key {
+        const struct flamegraph *g;
+        uint32_t parent;
+        uint64_t function_id;
+        int64_t line;
+};
 
-        h ^= (uint64_t)line * 0xc2b2ae3d27d4eb4full;
-        return h ^ (h >> 31);
+static int64_t fg_line(const struct ps_frame *frame)
+{
+        return frame->python ? frame->line : 0;
 }
 
-static int fg_rehash(struct flamegraph *g)
+static uint64_t fg_key__hash(const struct fg_key *key)
 {
-        size_t capacity = g->keys_capacity ? g->keys_capacity * 2 : 4096;
-        struct fg_key *keys = calloc(capacity, sizeof(*keys));
+        return hash__combine(hash__combine(hash__combine(5, key->parent), key->function_id),
+                             (uint64_t)key->line);
+}
 
-        if (!keys)
-                return -ENOMEM;
-        for (size_t i = 0; i < g->keys_capacity; i++) {
-                const struct fg_key *k = &g->keys[i];
-                if (!k->parent_plus_one)
-                        continue;
-                size_t slot =
-                    fg_hash(k->parent_plus_one - 1, k->function_id, k->line) & (capacity - 1);
-                while (keys[slot].parent_plus_one)
-                        slot = (slot + 1) & (capacity - 1);
-                keys[slot] = *k;
-        }
-        free(g->keys);
-        g->keys = keys;
-        g->keys_capacity = capacity;
-        return 0;
+static bool fg_key__equal(const void *context, uint32_t index)
+{
+        const struct fg_key *key = context;
+        const struct fg_node *node = &key->g->nodes[index];
+
+        return node->parent == key->parent && node->frame.function_id == key->function_id &&
+               fg_line(&node->frame) == key->line;
 }
 
 static int64_t fg_new_node(struct flamegraph *g, uint32_t parent, const struct ps_frame *frame)
 {
-        if (g->n_nodes == g->nodes_capacity) {
-                size_t n = g->nodes_capacity ? g->nodes_capacity * 2 : 1024;
-                struct fg_node *bigger = realloc(g->nodes, n * sizeof(*bigger));
-                if (!bigger)
-                        return -ENOMEM;
-                g->nodes = bigger;
-                g->nodes_capacity = n;
-        }
+        if (ARRAY_RESERVE(g->nodes, g->nodes_capacity, g->n_nodes + 1) < 0)
+                return -ENOMEM;
         struct fg_node *node = &g->nodes[g->n_nodes];
         *node = (struct fg_node){
             .frame = *frame, .parent = parent, .first_child = NONE, .next_sibling = NONE};
@@ -122,22 +109,16 @@ static int64_t fg_new_node(struct flamegraph *g, uint32_t parent, const struct p
 /* The child of `parent` for `frame`, created on first sight; -ENOMEM. */
 static int64_t fg_child(struct flamegraph *g, uint32_t parent, const struct ps_frame *frame)
 {
-        int64_t line = frame->python ? frame->line : 0;
-        size_t slot;
+        struct fg_key key = {g, parent, frame->function_id, fg_line(frame)};
+        uint64_t hash = fg_key__hash(&key);
+        uint32_t found = index_map__find(&g->children, hash, fg_key__equal, &key);
+        int64_t node;
 
-        if ((g->n_nodes + 1) * 2 > g->keys_capacity && fg_rehash(g) < 0)
+        if (found != INDEX_MAP_NONE)
+                return found;
+        node = fg_new_node(g, parent, frame);
+        if (node >= 0 && index_map__insert(&g->children, hash, (uint32_t)node) < 0)
                 return -ENOMEM;
-        slot = fg_hash(parent, frame->function_id, line) & (g->keys_capacity - 1);
-        for (; g->keys[slot].parent_plus_one; slot = (slot + 1) & (g->keys_capacity - 1)) {
-                const struct fg_key *k = &g->keys[slot];
-                if (k->parent_plus_one == parent + 1 && k->function_id == frame->function_id &&
-                    k->line == line)
-                        return k->node;
-        }
-        int64_t node = fg_new_node(g, parent, frame);
-        if (node >= 0)
-                g->keys[slot] =
-                    (struct fg_key){parent + 1, frame->function_id, line, (uint32_t)node};
         return node;
 }
 
@@ -472,6 +453,6 @@ int flamegraph_svg__write(const struct profile_builder *builder, const char *pat
         if (r == 0)
                 r = profile_file__write_bytes(path, (const uint8_t *)text, size);
         free(g.nodes);
-        free(g.keys);
+        index_map__free(&g.children);
         return r;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "pprof/profile_builder_internal.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 
 static const char *pb_string(const struct profile_builder *builder, int64_t index)
@@ -78,20 +79,6 @@ static size_t frames_needed(const struct profile_builder *builder,
         return n;
 }
 
-static int reserve_frames(struct ps_frame **frames, size_t *capacity, size_t needed)
-{
-        struct ps_frame *bigger;
-
-        if (needed <= *capacity)
-                return 0;
-        bigger = realloc(*frames, needed * sizeof(**frames));
-        if (!bigger)
-                return -ENOMEM;
-        *frames = bigger;
-        *capacity = needed;
-        return 0;
-}
-
 int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn fn, void *arg)
 {
         _cleanup_free_ struct ps_frame *frames = NULL;
@@ -100,7 +87,7 @@ int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn
         for (size_t s = 0; s < builder->n_samples; s++) {
                 const struct pb_sample_entry *entry = &builder->samples[s];
                 size_t n = 0;
-                if (reserve_frames(&frames, &capacity, frames_needed(builder, entry) + 1) < 0)
+                if (ARRAY_RESERVE(frames, capacity, frames_needed(builder, entry) + 1) < 0)
                         return -ENOMEM;
                 for (size_t i = entry->n_locations; i-- > 0;)
                         n = add_location(builder,
@@ -118,13 +105,4 @@ int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn
                         return r;
         }
         return 0;
-}
-
-int64_t profile_stacks__total(const struct profile_builder *builder)
-{
-        int64_t total = 0;
-
-        for (size_t s = 0; s < builder->n_samples; s++)
-                total += sample_value(builder, s);
-        return total;
 }

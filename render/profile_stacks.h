@@ -35,6 +35,3 @@ typedef int (*profile_stack_fn)(void *arg, const struct ps_sample *sample);
 
 /* 0, -ENOMEM, or the callback's negative return. */
 int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn fn, void *arg);
-
-/* The profile's total value, for percentages. */
-int64_t profile_stacks__total(const struct profile_builder *builder);

@@ -12,18 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/array.h"
 #include "util/json_text.h"
 #include "pprof/profile_file.h"
 #include "render/profile_stacks.h"
 #include "util/cleanup.h"
+#include "util/hash.h"
+#include "util/index_map.h"
 
 #define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
-
-struct ss_frame_key {
-        uint64_t function_id; /* 0: empty slot */
-        int64_t line;
-        uint32_t index;
-};
 
 struct ss_thread {
         int64_t pid, tid;
@@ -31,83 +28,60 @@ struct ss_thread {
         uint32_t *frames; /* every sample's frame indices, back to back */
         size_t n_frames, frames_capacity;
         size_t *ends; /* sample i is frames[ends[i-1] .. ends[i]) */
-        int64_t *weights;
-        size_t n_samples, samples_capacity;
+        size_t ends_capacity;
+        int64_t *weights; /* sample i weighs weights[i] */
+        size_t weights_capacity;
+        size_t n_samples;
         int64_t total;
 };
 
 struct speedscope {
-        struct ss_frame_key *keys; /* open addressing, power-of-two size */
-        size_t keys_capacity;
-        struct ps_frame *frames; /* copies of the frames (strings: builder-owned) */
+        struct index_map frame_map; /* frame identity -> index in frames */
+        struct ps_frame *frames;    /* copies of the frames (strings: builder-owned) */
         size_t n_frames, frames_capacity;
         struct ss_thread *threads;
         size_t n_threads, threads_capacity;
 };
 
-static int grow_array(void **items, size_t *capacity, size_t needed, size_t size)
+/* A frame's identity: native frames by function, Python frames by
+ * function and line. */
+static int64_t frame_line(const struct ps_frame *frame)
 {
-        size_t n = *capacity ? *capacity : 64;
-        void *bigger;
-
-        if (needed <= *capacity)
-                return 0;
-        while (n < needed)
-                n *= 2;
-        bigger = realloc(*items, n * size);
-        if (!bigger)
-                return -ENOMEM;
-        *items = bigger;
-        *capacity = n;
-        return 0;
+        return frame->python ? frame->line : 0;
 }
 
-static uint64_t key_hash(uint64_t function_id, int64_t line)
+static uint64_t frame_hash(const struct ps_frame *frame)
 {
-        uint64_t h = function_id * 0x9e3779b97f4a7c15ull ^ (uint64_t)line * 0xc2b2ae3d27d4eb4full;
-
-        return h ^ (h >> 29);
+        return hash__combine(hash__combine(4, frame->function_id), (uint64_t)frame_line(frame));
 }
 
-static int rehash(struct speedscope *s)
-{
-        size_t capacity = s->keys_capacity ? s->keys_capacity * 2 : 1024;
-        struct ss_frame_key *keys = calloc(capacity, sizeof(*keys));
+struct ss_frame_key {
+        const struct speedscope *s;
+        const struct ps_frame *frame;
+};
 
-        if (!keys)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->keys_capacity; i++) {
-                const struct ss_frame_key *k = &s->keys[i];
-                if (!k->function_id)
-                        continue;
-                size_t slot = key_hash(k->function_id, k->line) & (capacity - 1);
-                while (keys[slot].function_id)
-                        slot = (slot + 1) & (capacity - 1);
-                keys[slot] = *k;
-        }
-        free(s->keys);
-        s->keys = keys;
-        s->keys_capacity = capacity;
-        return 0;
+static bool ss_frame_key__equal(const void *context, uint32_t index)
+{
+        const struct ss_frame_key *key = context;
+        const struct ps_frame *known = &key->s->frames[index];
+
+        return known->function_id == key->frame->function_id &&
+               frame_line(known) == frame_line(key->frame);
 }
 
 /* The shared frame index of `frame`, added on first sight; -ENOMEM. */
 static int64_t frame_index(struct speedscope *s, const struct ps_frame *frame)
 {
-        int64_t line = frame->python ? frame->line : 0;
-        size_t slot;
+        struct ss_frame_key key = {s, frame};
+        uint64_t hash = frame_hash(frame);
+        uint32_t found = index_map__find(&s->frame_map, hash, ss_frame_key__equal, &key);
 
-        if ((s->n_frames + 1) * 2 > s->keys_capacity && rehash(s) < 0)
-                return -ENOMEM;
-        slot = key_hash(frame->function_id, line) & (s->keys_capacity - 1);
-        for (; s->keys[slot].function_id; slot = (slot + 1) & (s->keys_capacity - 1))
-                if (s->keys[slot].function_id == frame->function_id && s->keys[slot].line == line)
-                        return s->keys[slot].index;
-        if (grow_array((void **)&s->frames, &s->frames_capacity, s->n_frames + 1,
-                       sizeof(*s->frames)) < 0)
+        if (found != INDEX_MAP_NONE)
+                return found;
+        if (ARRAY_RESERVE(s->frames, s->frames_capacity, s->n_frames + 1) < 0 ||
+            index_map__insert(&s->frame_map, hash, (uint32_t)s->n_frames) < 0)
                 return -ENOMEM;
         s->frames[s->n_frames] = *frame;
-        s->keys[slot] = (struct ss_frame_key){frame->function_id, line, (uint32_t)s->n_frames};
         return (int64_t)s->n_frames++;
 }
 
@@ -118,8 +92,7 @@ static struct ss_thread *thread_for(struct speedscope *s, const struct ps_sample
         for (size_t i = 0; i < s->n_threads; i++)
                 if (s->threads[i].pid == sample->pid && s->threads[i].tid == sample->tid)
                         return &s->threads[i];
-        if (grow_array((void **)&s->threads, &s->threads_capacity, s->n_threads + 1,
-                       sizeof(*s->threads)) < 0)
+        if (ARRAY_RESERVE(s->threads, s->threads_capacity, s->n_threads + 1) < 0)
                 return NULL;
         thread = &s->threads[s->n_threads];
         *thread = (struct ss_thread){.pid = sample->pid, .tid = sample->tid};
@@ -137,16 +110,11 @@ static int speedscope__add(void *arg, const struct ps_sample *sample)
         struct ss_thread *thread = thread_for(s, sample);
 
         if (!thread ||
-            grow_array((void **)&thread->frames, &thread->frames_capacity,
-                       thread->n_frames + sample->n_frames, sizeof(*thread->frames)) < 0 ||
-            grow_array((void **)&thread->ends, &thread->samples_capacity, thread->n_samples + 1,
-                       sizeof(*thread->ends)) < 0)
+            ARRAY_RESERVE(thread->frames, thread->frames_capacity,
+                          thread->n_frames + sample->n_frames) < 0 ||
+            ARRAY_RESERVE(thread->ends, thread->ends_capacity, thread->n_samples + 1) < 0 ||
+            ARRAY_RESERVE(thread->weights, thread->weights_capacity, thread->n_samples + 1) < 0)
                 return -ENOMEM;
-        /* weights share samples_capacity: grow it to the same size. */
-        int64_t *weights = realloc(thread->weights, thread->samples_capacity * sizeof(*weights));
-        if (!weights)
-                return -ENOMEM;
-        thread->weights = weights;
         for (size_t i = 0; i < sample->n_frames; i++) {
                 int64_t index = frame_index(s, &sample->frames[i]);
                 if (index < 0)
@@ -228,7 +196,7 @@ static void speedscope__release(struct speedscope *s)
         }
         free(s->threads);
         free(s->frames);
-        free(s->keys);
+        index_map__free(&s->frame_map);
 }
 
 int speedscope__write(const struct profile_builder *builder, const char *path)

@@ -7,6 +7,11 @@
 #include <stdint.h>
 
 #include "symbolize/proc_maps.h"
+#include "util/cleanup.h"
+
+/* _cleanup_(elf_endp) Elf *elf: the one Elf handle cleanup (util/cleanup.h
+ * cannot include libelf). */
+DEFINE_TRIVIAL_CLEANUP_FUNC(Elf *, elf_end, elf_endp)
 
 /* Computes the load bias (runtime address - ELF virtual address) of `elf`
  * from the consecutive mappings maps[0..n) of that file, and checks that

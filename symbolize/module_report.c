@@ -33,12 +33,6 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
-static void elfp__end(Elf **elf)
-{
-        if (*elf)
-                elf_end(*elf);
-}
-
 bool module__same(const struct module *a, const struct module *b)
 {
         return a->name == b->name && a->inode == b->inode && a->dev_major == b->dev_major &&
@@ -95,7 +89,7 @@ static void module__adopt(struct address_space *space, Dwfl_Module *mod, struct 
 static int module__open(struct address_space *space, const struct proc_map *maps, size_t n,
                         struct module *m)
 {
-        _cleanup_(elfp__end) Elf *elf = NULL;
+        _cleanup_(elf_endp) Elf *elf = NULL;
         _cleanup_close_ int fd = proc_map__is_vdso(&maps[0])
                                      ? vdso__open(space->pid, &maps[0])
                                      : target_file__open_mapping(space->pid, &maps[0]);

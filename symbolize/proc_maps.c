@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/array.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -178,15 +179,8 @@ static bool parse_line(char *line, size_t len, struct proc_map *m)
 
 static int proc_maps__append(struct proc_maps *out, size_t *cap, const struct proc_map *m)
 {
-        if (out->n == *cap) {
-                size_t new_cap = *cap ? *cap * 2 : 64;
-                struct proc_map *p = reallocarray(out->maps, new_cap, sizeof(*p));
-
-                if (!p)
-                        return -ENOMEM;
-                out->maps = p;
-                *cap = new_cap;
-        }
+        if (ARRAY_RESERVE(out->maps, *cap, out->n + 1) < 0)
+                return -ENOMEM;
         out->maps[out->n++] = *m;
         return 0;
 }

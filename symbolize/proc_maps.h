@@ -36,3 +36,9 @@ int proc_maps__read(pid_t pid, char **text, size_t *len);
 /* Parses maps text; malformed lines are skipped.  Returns 0 or -ENOMEM. */
 int proc_maps__parse(const char *text, size_t len, struct proc_maps *out);
 void proc_maps__clear(struct proc_maps *maps);
+/* For _cleanup_(proc_maps__clearp) struct proc_maps maps = {0}: a value,
+ * not a pointer, so DEFINE_TRIVIAL_CLEANUP_FUNC does not apply. */
+static inline void proc_maps__clearp(struct proc_maps *maps)
+{
+        proc_maps__clear(maps);
+}

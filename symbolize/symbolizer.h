@@ -31,6 +31,7 @@
 #include <sys/types.h>
 
 #include "symbolize/symbol.h"
+#include "util/cleanup.h"
 
 struct symbolizer;
 struct address_space;
@@ -39,11 +40,13 @@ struct symbolizer *symbolizer__new(void);
 /* Free every address space of the symbolizer first: they hold references
  * on its per-file records. */
 void symbolizer__free(struct symbolizer *symbolizer);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct symbolizer *, symbolizer__free, symbolizer__freep)
 
 /* Reads /proc/PID/maps and reports every mapped ELF file to a new Dwfl.
  * Returns NULL (errno set) when the process is gone or unreadable. */
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid);
 void address_space__free(struct address_space *space);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct address_space *, address_space__free, address_space__freep)
 
 /* Re-reads /proc/PID/maps if it changed since the last call (dlopen, exec)
  * and re-reports modules.  Cheap when nothing changed.  Returns 0 or -errno. */

@@ -34,17 +34,8 @@ static inline void closep(int *fd)
                 close(*fd);
 }
 
-static inline void fclosep(FILE **f)
-{
-        if (*f)
-                fclose(*f);
-}
-
-static inline void closedirp(DIR **dir)
-{
-        if (*dir)
-                closedir(*dir);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(FILE *, fclose, fclosep)
+DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir, closedirp)
 
 #define _cleanup_free_   _cleanup_(freep)
 #define _cleanup_close_  _cleanup_(closep)

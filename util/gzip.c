@@ -16,17 +16,14 @@
 #include <zlib.h>
 
 #include "util/gzip.h"
+#include "util/array.h"
 #include "util/cleanup.h"
 
 #define GZIP_LEVEL       6
 #define GZIP_WINDOW_BITS (15 + 16)
 #define GZIP_MEM_LEVEL   8
 
-static void deflate_endp(z_stream **stream)
-{
-        if (*stream)
-                deflateEnd(*stream);
-}
+DEFINE_TRIVIAL_CLEANUP_FUNC(z_stream *, deflateEnd, deflate_endp)
 
 static int gzip__errno(int z)
 {
@@ -38,18 +35,10 @@ static unsigned gzip__slice(size_t remaining)
         return remaining < UINT_MAX ? (unsigned)remaining : UINT_MAX;
 }
 
+/* Doubles the output buffer (array__reserve grows geometrically). */
 static int gzip__grow(uint8_t **buffer, size_t *capacity)
 {
-        uint8_t *grown;
-
-        if (*capacity > SIZE_MAX / 2)
-                return -ENOMEM;
-        grown = realloc(*buffer, *capacity * 2);
-        if (!grown)
-                return -ENOMEM;
-        *buffer = grown;
-        *capacity *= 2;
-        return 0;
+        return ARRAY_RESERVE(*buffer, *capacity, *capacity + 1);
 }
 
 /* Runs deflate until the whole input is consumed and Z_STREAM_END seen. */

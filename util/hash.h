@@ -1,6 +1,11 @@
-/* hash.h — small, fast, deterministic 64-bit hashing for the pprof/ and render/ hash
- * maps.  Not keyed: the profiler only hashes its own interned data, and a
- * process that crafts colliding symbol names can only slow us down. */
+/* hash.h — the one 64-bit hash of the hash tables (util/hashtab.h,
+ * util/index_map.h): bytes and integers, mixed with a seed.
+ *
+ * The symbolizer caches seed per owner (symbolizer.c reads getrandom), so
+ * that names a hostile process chooses cannot be made to collide; the
+ * pprof/ tables pass 0, since colliding names there can only slow one
+ * profile down.  Not cryptographic either way.  The result is finished
+ * (hash__finish), so its low bits can pick a slot directly. */
 #pragma once
 
 #include <stddef.h>
@@ -28,10 +33,10 @@ static inline uint64_t hash__finish(uint64_t hash)
 }
 
 /* Eight bytes per step, since function and file names run long. */
-static inline uint64_t hash__bytes(const void *data, size_t len)
+static inline uint64_t hash__bytes(uint64_t seed, const void *data, size_t len)
 {
         const uint8_t *p = data;
-        uint64_t hash = hash__combine(0x9e3779b97f4a7c15ull, len);
+        uint64_t hash = hash__combine(seed ^ 0x9e3779b97f4a7c15ull, len);
         uint64_t word;
 
         for (; len >= 8; p += 8, len -= 8) {
@@ -39,6 +44,12 @@ static inline uint64_t hash__bytes(const void *data, size_t len)
                 hash = hash__combine(hash, word);
         }
         word = 0;
-        memcpy(&word, p, len);
-        return hash__combine(hash, word);
+        if (len)
+                memcpy(&word, p, len);
+        return hash__finish(hash__combine(hash, word));
+}
+
+static inline uint64_t hash__u64(uint64_t seed, uint64_t value)
+{
+        return hash__finish(seed ^ hash__finish(value));
 }

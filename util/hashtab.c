@@ -5,42 +5,14 @@
  * some need "drop everything" for eviction.  A chained table with the node
  * embedded in the entry covers all of them with a single allocation per
  * entry.  The table doubles when the load factor reaches 1, so chains stay
- * short; the hash is FNV-1a mixed with a per-owner seed and finished with
- * the splitmix64 finalizer so that low bits (used for the bucket index) are
- * well distributed. */
+ * short.  Callers hash with util/hash.h, whose finished hashes let the low
+ * bits pick the bucket. */
 #include "util/hashtab.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
 #define HASHTAB_MIN_BUCKETS 64
-
-static uint64_t hash__finalize(uint64_t h)
-{
-        h ^= h >> 30;
-        h *= 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 27;
-        h *= 0x94d049bb133111ebULL;
-        h ^= h >> 31;
-        return h;
-}
-
-uint64_t hash__bytes(uint64_t seed, const void *data, size_t len)
-{
-        const unsigned char *p = data;
-        uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-
-        for (size_t i = 0; i < len; i++) {
-                h ^= p[i];
-                h *= 0x100000001b3ULL;
-        }
-        return hash__finalize(h ^ len);
-}
-
-uint64_t hash__u64(uint64_t seed, uint64_t value)
-{
-        return hash__finalize(seed ^ hash__finalize(value));
-}
 
 struct hash_node *hashtab__find(const struct hashtab *tab, uint64_t hash, hash_eq_fn eq,
                                 const void *key)

@@ -2,13 +2,16 @@
  *
  * Entries embed a struct hash_node; the table never allocates entries, only
  * its bucket array, so each cache decides how its entries are laid out and
- * freed.  Hashes are seeded per table owner to make collisions from
- * attacker-chosen names (symbols, paths) harder to arrange. */
+ * freed.  Hashes (util/hash.h) are seeded per table owner to make
+ * collisions from attacker-chosen names (symbols, paths) harder to
+ * arrange. */
 #pragma once
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/hash.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -37,6 +40,3 @@ void hashtab__remove(struct hashtab *tab, struct hash_node *node);
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node);
 /* The same, with `arg` passed to every free_node call. */
 void hashtab__clear_arg(struct hashtab *tab, hash_free_arg_fn free_node, void *arg);
-
-uint64_t hash__bytes(uint64_t seed, const void *data, size_t len);
-uint64_t hash__u64(uint64_t seed, uint64_t value);

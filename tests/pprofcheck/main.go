@@ -3,10 +3,12 @@
 //
 //	{"sample_type": [[type, unit], ...], "period_type": [type, unit],
 //	 "period": N, "duration_nanos": N, "time_nanos": N,
-//	 "mappings": [{"file", "build_id", "start", "limit", "offset"}],
+//	 "mappings": [{"file", "build_id", "start", "limit", "offset",
+//	               "has": [functions, filenames, line_numbers, inline_frames]}],
 //	 "samples": [{"values": [...],
-//	              "frames": [{"function", "file", "line", "address"}],
-//	              "labels": {key: [str...]}, "num_labels": {key: [num...]}}]}
+//	              "frames": [{"function", "file", "line", "address", "mapping"}],
+//	              "labels": {key: [str...]}, "num_labels": {key: [num...]},
+//	              "num_units": {key: [unit...]}}]}
 //
 // Frames are leaf first; each Location's Lines are expanded in order,
 // innermost inlined function first, as `go tool pprof -traces` shows them.
@@ -37,6 +39,7 @@ type frame struct {
 	File       string `json:"file"`
 	Line       int64  `json:"line"`
 	Address    uint64 `json:"address"`
+	Mapping    string `json:"mapping"` // the Location's mapping's file, "" for none
 }
 
 type mapping struct {
@@ -45,6 +48,8 @@ type mapping struct {
 	Start   uint64 `json:"start"`
 	Limit   uint64 `json:"limit"`
 	Offset  uint64 `json:"offset"`
+	// has_functions, has_filenames, has_line_numbers, has_inline_frames
+	Has [4]bool `json:"has"`
 }
 
 type sample struct {
@@ -53,6 +58,7 @@ type sample struct {
 	Frames    []frame             `json:"frames"`
 	Labels    map[string][]string `json:"labels"`
 	NumLabels map[string][]int64  `json:"num_labels"`
+	NumUnits  map[string][]string `json:"num_units"`
 }
 
 type output struct {
@@ -81,7 +87,8 @@ func convert(p *profile.Profile) output {
 		out.PeriodType = [2]string{p.PeriodType.Type, p.PeriodType.Unit}
 	}
 	for _, m := range p.Mapping {
-		out.Mappings = append(out.Mappings, mapping{m.File, m.BuildID, m.Start, m.Limit, m.Offset})
+		out.Mappings = append(out.Mappings, mapping{m.File, m.BuildID, m.Start, m.Limit, m.Offset,
+			[4]bool{m.HasFunctions, m.HasFilenames, m.HasLineNumbers, m.HasInlineFrames}})
 	}
 	for _, s := range p.Sample {
 		o := sample{
@@ -90,13 +97,18 @@ func convert(p *profile.Profile) output {
 			Frames:    []frame{},
 			Labels:    map[string][]string{},
 			NumLabels: map[string][]int64{},
+			NumUnits:  map[string][]string{},
 		}
 		for _, loc := range s.Location {
+			file := ""
+			if loc.Mapping != nil {
+				file = loc.Mapping.File
+			}
 			if len(loc.Line) == 0 {
-				o.Frames = append(o.Frames, frame{Address: loc.Address})
+				o.Frames = append(o.Frames, frame{Address: loc.Address, Mapping: file})
 			}
 			for _, line := range loc.Line {
-				f := frame{Line: line.Line, Address: loc.Address}
+				f := frame{Line: line.Line, Address: loc.Address, Mapping: file}
 				if line.Function != nil {
 					f.Function = line.Function.Name
 					f.SystemName = line.Function.SystemName
@@ -110,6 +122,9 @@ func convert(p *profile.Profile) output {
 		}
 		for k, v := range s.NumLabel {
 			o.NumLabels[k] = v
+		}
+		for k, v := range s.NumUnit {
+			o.NumUnits[k] = v
 		}
 		out.Samples = append(out.Samples, o)
 	}

@@ -76,18 +76,8 @@ static void print_pc(const char *what, const struct symbolized_pc *pc)
                         pc->lines[i].file, pc->lines[i].line);
 }
 
-static void symbolizerp(struct symbolizer **s)
-{
-        symbolizer__free(*s);
-}
-
-static void address_spacep(struct address_space **space)
-{
-        address_space__free(*space);
-}
-
-#define _cleanup_symbolizer_    _cleanup_(symbolizerp)
-#define _cleanup_address_space_ _cleanup_(address_spacep)
+#define _cleanup_symbolizer_    _cleanup_(symbolizer__freep)
+#define _cleanup_address_space_ _cleanup_(address_space__freep)
 
 static void test_plain(struct address_space *space)
 {
