@@ -11,7 +11,7 @@
  * Every value is validated here, with a one-line reason on failure, so the
  * rest of the program can trust the config.  Numbers must be whole (no
  * trailing junk) and inside documented ranges. */
-#include "engine/config.h"
+#include "cli/cli.h"
 #include "cli/config_file.h"
 #include "unwind/stack_merge.h"
 

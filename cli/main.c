@@ -33,7 +33,7 @@
 
 #include "cli/cmd_dump.h"
 #include "cli/cmd_top.h"
-#include "engine/config.h"
+#include "cli/cli.h"
 #include "cli/config_file.h"
 #include "cli/progress.h"
 #include "engine/registry.h"
