@@ -26,10 +26,12 @@ int registry__init(struct registry *registry, const struct profd_config *config)
         };
 
         memset(registry, 0, sizeof(*registry));
+        /* Before anything can fail, so that release closes only what was
+         * opened (zero is a valid descriptor: stdin). */
+        registry->sigchld_fd = registry->reload_fd = registry->stop_fd = registry->done_fd = -1;
         registry->config = *config;
         registry->include_internal_stacks =
             !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
-        registry->sigchld_fd = -1;
         registry->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&registry->reload_lock, NULL);
         if (config->watch && !(registry->watch = watch__new()))
