@@ -223,6 +223,27 @@ static bool apply_watch_environment(const struct config_source *source, struct p
                                      &config->health_interval_s, error, error_size);
 }
 
+/* A yes/no variable: true, 1, yes, on or false, 0, no, off (any case);
+ * unset or empty keeps `*out`. */
+static bool parse_env_bool(const struct config_source *source, const char *name, bool *out,
+                           char *error, size_t error_size)
+{
+        static const char *const yes[] = {"true", "1", "yes", "on"};
+        static const char *const no[] = {"false", "0", "no", "off"};
+        const char *text = config_source__get(source, name);
+
+        if (!text || !*text)
+                return true;
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
+                        *out = strcasecmp(text, yes[i]) == 0;
+                        return true;
+                }
+        }
+        snprintf(error, error_size, "%s=%.32s: not true or false", name, text);
+        return false;
+}
+
 static bool apply_environment(const struct config_source *source, struct profd_config *config,
                               char *error, size_t error_size)
 {
@@ -230,6 +251,9 @@ static bool apply_environment(const struct config_source *source, struct profd_c
         long long value;
 
         if (!apply_watch_environment(source, config, error, error_size))
+                return false;
+        if (!parse_env_bool(source, "SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS",
+                            &config->include_internal_stacks, error, error_size))
                 return false;
         if (!interval || !*interval)
                 return true;

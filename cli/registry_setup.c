@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -30,8 +29,7 @@ int registry__init(struct registry *registry, const struct profd_config *config)
          * opened (zero is a valid descriptor: stdin). */
         registry->sigchld_fd = registry->reload_fd = registry->stop_fd = registry->done_fd = -1;
         registry->config = *config;
-        registry->include_internal_stacks =
-            !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
+        registry->include_internal_stacks = config->include_internal_stacks;
         registry->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&registry->reload_lock, NULL);
         if (config->watch && !(registry->watch = watch__new()))

@@ -53,6 +53,9 @@ struct profd_config {
         int verbosity;               /* -v count */
         int native_mode;             /* enum native_mode (unwind/stack_merge.h): --native */
         struct export_config export; /* Splunk OTLP export (see export_config.h) */
+        /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS: keep the samples of
+         * threads the span-context segment marks as the SDK's own. */
+        bool include_internal_stacks;
         /* --watch (daemon mode, engine/watch.h) */
         bool watch;
         const char *config_path;  /* --config FILE, NULL: none */
