@@ -22,3 +22,6 @@ enum cli_result cli__parse(int argc, char **argv, const struct config_source *so
                            struct profd_config *config, char *error, size_t error_size);
 /* The value of --config in argv (before the full parse), or NULL. */
 const char *cli__config_path(int argc, char **argv);
+/* The long name of the i-th option of the table, its short letter (0:
+ * none) in `letter`; NULL past the last.  For the man-page check. */
+const char *cli__option_name(size_t i, char *letter);
