@@ -845,9 +845,10 @@ static enum cli_result apply_one(struct parse *parse, int opt, char **argv)
         if (!option) /* '?' or ':' */
                 return fail(parse, "%s: unknown option or missing value (see --help)",
                             argv[optind - 1]);
+        /* By its table name: argv[optind - 1] is the value for "--duration 5". */
         if (!accepts(option, parse->spec))
-                return fail(parse, "%s: not an option of `%s` (see splunk-profd %s --help)",
-                            argv[optind - 1], parse->spec->name, parse->spec->name);
+                return fail(parse, "--%s: not an option of `%s` (see splunk-profd %s --help)",
+                            option->name, parse->spec->name, parse->spec->name);
         return option->apply(parse, optarg);
 }
 
@@ -913,7 +914,10 @@ enum cli_result cli__parse(int argc, char **argv, const struct config_source *so
         /* The environment first, so that a flag given alongside it wins. */
         if (!apply_environment(source, config, error, error_size))
                 return CLI_USAGE_ERROR;
+        /* getopt starts afresh (optind 0) on every parse, SIGHUP's included:
+         * with optind 1 it would resume a short-option cluster an earlier
+         * parse stopped in.  argv[first - 1] stands in for the program name. */
         opterr = 0;
-        optind = first;
-        return parse_options(argc, argv, &parse, source);
+        optind = 0;
+        return parse_options(argc - (first - 1), argv + (first - 1), &parse, source);
 }
