@@ -6,12 +6,17 @@
  *   splunk-profd dump --pid N [--json]  every thread's stack, once
  *   splunk-profd top --pid N            live hottest functions
  *
- * One getopt table serves all three; each subcommand lists the options it
- * accepts, so `dump --duration 5` is a usage error instead of being ignored.
+ * Every option is one row of `options` below: its names, its value, the
+ * commands that accept it, its --help text and the handler that applies
+ * it.  The getopt tables and each command's --help are generated from it,
+ * and tests/unit/test_cli_man.c checks splunk-profd(1) against it, so an
+ * option is added in one place.  An option a command does not accept is a
+ * usage error (`dump --duration 5`) instead of being ignored.
+ *
  * Every value is validated here, with a one-line reason on failure, so the
  * rest of the program can trust the config.  Numbers must be whole (no
  * trailing junk) and inside documented ranges. */
-#include "engine/config.h"
+#include "cli/cli.h"
 #include "cli/config_file.h"
 #include "unwind/stack_merge.h"
 
@@ -19,6 +24,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,13 @@
 #define DUMP_INTERVAL_MS 1  /* the single tick comes at once */
 #define TOP_INTERVAL_MS  10 /* 100 Hz: a useful top needs many samples per second */
 
+#define N_COMMANDS (COMMAND_TOP + 1)
+/* getopt values of options without a short letter: LONG_ONLY + row. */
+#define LONG_ONLY 256
+/* --help: the text column, and the width of the names before it. */
+#define HELP_COLUMN 25
+#define HELP_NAMES  (HELP_COLUMN - 2)
+
 static const char overview_text[] =
     "Usage: splunk-profd [record] --pid PID [options]   sample, write a profile\n"
     "       splunk-profd dump --pid PID [--json]        every thread's stack, once\n"
@@ -46,49 +59,14 @@ static const char overview_text[] =
     "get merged Python and native stacks.  See splunk-profd(1).\n"
     "\n";
 
-static const char record_text[] =
+/* Each command's --help: `intro`, its options (generated), `outro`. */
+static const char record_intro[] =
     "Usage: splunk-profd [record] --pid PID [--pid PID ...] [options]\n"
     "\n"
     "Samples the threads of running processes and writes a profile.\n"
-    "\n"
-    "  -p, --pid PID          process to profile (repeatable)\n"
-    "  -o, --output FILE      write the profile at the end; the format follows the\n"
-    "                         extension: .pb.gz pprof (also any other name),\n"
-    "                         .txt collapsed stacks, .json speedscope, .svg flame graph\n"
-    "  -f, --format FMT       pprof, collapsed, speedscope or svg (overrides the extension)\n"
-    "  -d, --duration SEC     stop after SEC seconds (default: until Ctrl-C/SIGTERM)\n"
-    "  -i, --interval MS      sampling period in ms (default: "
-    "$SPLUNK_PROFILER_CALL_STACK_INTERVAL,\n"
-    "                         else 1000; 10 = 100 Hz)\n"
-    "      --stack-bytes N    stack bytes copied per thread-sample (4096..1048576, default 32768)\n"
-    "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
-    "      --native=MODE      Python targets: native frames kept next to Python frames:\n"
-    "                         default (outside the interpreter), all, python-only\n"
-    "      --endpoint URL     export to this OTLP/gRPC collector (http:// or https://);\n"
-    "                         default $SPLUNK_PROFILER_LOGS_ENDPOINT, else http://localhost:4317\n"
-    "      --no-export        never export, even when SPLUNK_PROFILER_ENABLED=true\n"
-    "      --flush-interval MS  one Splunk record per target per MS (default: the\n"
-    "                         interval, at least 1000)\n"
-    "      --export-memory-mb N  memory for unsent records (8..4096, default 64);\n"
-    "                         the oldest are dropped beyond it\n"
-    "  -v, --verbose          more log lines (repeatable)\n"
-    "  -h, --help             this text\n"
-    "  -V, --version          version\n"
-    "\n"
-    "Daemon mode (instead of --pid):\n"
-    "  -w, --watch            profile every labelled process (SPLUNK_PROFILER_ENABLED=true\n"
-    "                         in its environment, a span-context segment, or --allow),\n"
-    "                         and the children they fork, until SIGTERM\n"
-    "      --allow RULE       also profile matching processes (repeatable; replaces\n"
-    "                         $SPLUNK_PROFILER_WATCH_ALLOW)\n"
-    "      --deny RULE        never profile matching processes (repeatable; replaces\n"
-    "                         $SPLUNK_PROFILER_WATCH_DENY).  RULE: [!]exe:GLOB, uid:N,\n"
-    "                         unit:GLOB, cgroup:GLOB, env:K=V\n"
-    "      --config FILE      KEY=VALUE file, same names as the environment; the\n"
-    "                         environment wins over it, flags over both; SIGHUP\n"
-    "                         re-reads it (interval, rules, health interval)\n"
-    "      --health-interval SEC  one health line every SEC s (default\n"
-    "                         $SPLUNK_PROFILER_HEALTH_INTERVAL, else 60; 0: never)\n"
+    "\n";
+
+static const char record_outro[] =
     "\n"
     "On a terminal a one-line progress display runs on stderr.\n"
     "\n"
@@ -106,7 +84,7 @@ static const char record_text[] =
     "Exit status: 0 done, 1 runtime failure (e.g. output not writable),\n"
     "2 usage error, 3 a target cannot be profiled.\n";
 
-static const char dump_text[] =
+static const char dump_intro[] =
     "Usage: splunk-profd dump --pid PID [--pid PID ...] [options]\n"
     "\n"
     "Prints every thread's current stack once: merged Python and native frames\n"
@@ -114,14 +92,9 @@ static const char dump_text[] =
     "(running, or blocked and in which syscall) and trace/span ids when known.\n"
     "Each thread is stopped no longer than for one sample; blocked threads are\n"
     "not stopped at all.\n"
-    "\n"
-    "  -p, --pid PID          process to dump (repeatable)\n"
-    "  -j, --json             one JSON document on stdout instead of text\n"
-    "      --native=MODE      Python targets: default, all, python-only\n"
-    "      --stack-bytes N    stack bytes copied per thread (4096..1048576, default 32768)\n"
-    "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
-    "  -v, --verbose          more log lines (repeatable)\n"
-    "  -h, --help             this text\n"
+    "\n";
+
+static const char dump_outro[] =
     "\n"
     "Examples:\n"
     "  splunk-profd dump --pid 1234\n"
@@ -130,32 +103,58 @@ static const char dump_text[] =
     "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
     "3 a target cannot be profiled.\n";
 
-static const char top_text[] =
+static const char top_intro[] =
     "Usage: splunk-profd top --pid PID [--pid PID ...] [options]\n"
     "\n"
     "A live view of the hottest functions (self % and total % of samples),\n"
     "refreshed every second.  Needs a terminal of at least 40x10.\n"
-    "\n"
-    "  -p, --pid PID          process to watch (repeatable)\n"
-    "  -t, --thread T         only threads named T or with OS thread id T\n"
-    "      --idle             also count blocked (idle) samples; default: running only\n"
-    "  -i, --interval MS      sampling period in ms (default 10)\n"
-    "      --native=MODE      Python targets: default, all, python-only\n"
-    "      --stack-bytes N    stack bytes copied per thread-sample (default 32768)\n"
-    "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
-    "  -v, --verbose          more log lines (repeatable)\n"
-    "  -h, --help             this text\n"
-    "\n"
-    "Keys: q or Ctrl-C quit; s sort by self, t by total, n by name;\n"
-    "f next thread filter (cycles through the threads, then all);\n"
-    "i toggle idle samples; r reset the counts.\n"
-    "\n"
-    "Examples:\n"
-    "  splunk-profd top --pid 1234\n"
-    "  splunk-profd top --pid 1234 --thread worker-1 --idle\n"
-    "\n"
-    "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
-    "3 a target cannot be profiled.\n";
+    "\n";
+
+static const char top_outro[] = "\n"
+                                "Keys: q or Ctrl-C quit; s sort by self, t by total, n by name;\n"
+                                "f next thread filter (cycles through the threads, then all);\n"
+                                "i toggle idle samples; r reset the counts.\n"
+                                "\n"
+                                "Examples:\n"
+                                "  splunk-profd top --pid 1234\n"
+                                "  splunk-profd top --pid 1234 --thread worker-1 --idle\n"
+                                "\n"
+                                "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
+                                "3 a target cannot be profiled.\n";
+
+struct command_spec {
+        const char *name;
+        enum profd_command command;
+        const char *intro, *outro;
+};
+
+static const struct command_spec commands[N_COMMANDS] = {
+    {"record", COMMAND_RECORD, record_intro, record_outro},
+    {"dump", COMMAND_DUMP, dump_intro, dump_outro},
+    {"top", COMMAND_TOP, top_intro, top_outro},
+};
+
+/* One parse of argv: what the option handlers read and write. */
+struct parse {
+        struct profd_config *config;
+        const struct command_spec *spec;
+        bool bare;           /* no command word: --help shows the overview too */
+        bool interval_given; /* top keeps its own default otherwise */
+        bool rules_given[2]; /* --allow, --deny: the first replaces the environment's list */
+        char *error;
+        size_t error_size;
+};
+
+__attribute__((format(printf, 2, 3))) static enum cli_result fail(struct parse *parse,
+                                                                  const char *format, ...)
+{
+        va_list args;
+
+        va_start(args, format);
+        vsnprintf(parse->error, parse->error_size, format, args);
+        va_end(args);
+        return CLI_USAGE_ERROR;
+}
 
 static bool parse_long(const char *text, long long min, long long max, long long *out)
 {
@@ -223,6 +222,27 @@ static bool apply_watch_environment(const struct config_source *source, struct p
                                      &config->health_interval_s, error, error_size);
 }
 
+/* A yes/no variable: true, 1, yes, on or false, 0, no, off (any case);
+ * unset or empty keeps `*out`. */
+static bool parse_env_bool(const struct config_source *source, const char *name, bool *out,
+                           char *error, size_t error_size)
+{
+        static const char *const yes[] = {"true", "1", "yes", "on"};
+        static const char *const no[] = {"false", "0", "no", "off"};
+        const char *text = config_source__get(source, name);
+
+        if (!text || !*text)
+                return true;
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(text, yes[i]) == 0 || strcasecmp(text, no[i]) == 0) {
+                        *out = strcasecmp(text, yes[i]) == 0;
+                        return true;
+                }
+        }
+        snprintf(error, error_size, "%s=%.32s: not true or false", name, text);
+        return false;
+}
+
 static bool apply_environment(const struct config_source *source, struct profd_config *config,
                               char *error, size_t error_size)
 {
@@ -230,6 +250,9 @@ static bool apply_environment(const struct config_source *source, struct profd_c
         long long value;
 
         if (!apply_watch_environment(source, config, error, error_size))
+                return false;
+        if (!parse_env_bool(source, "SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS",
+                            &config->include_internal_stacks, error, error_size))
                 return false;
         if (!interval || !*interval)
                 return true;
@@ -261,80 +284,6 @@ static bool add_pid(struct profd_config *config, const char *text, char *error, 
         }
         config->pids[config->n_pids++] = (pid_t)pid;
         return true;
-}
-
-enum {
-        OPT_STACK_BYTES = 256,
-        OPT_MAX_DEPTH,
-        OPT_NATIVE,
-        OPT_ENDPOINT,
-        OPT_NO_EXPORT,
-        OPT_FLUSH_INTERVAL,
-        OPT_EXPORT_MEMORY,
-        OPT_IDLE,
-        OPT_ALLOW,
-        OPT_DENY,
-        OPT_CONFIG,
-        OPT_HEALTH_INTERVAL,
-};
-
-static const struct option long_options[] = {
-    {"pid", required_argument, NULL, 'p'},
-    {"output", required_argument, NULL, 'o'},
-    {"duration", required_argument, NULL, 'd'},
-    {"interval", required_argument, NULL, 'i'},
-    {"stack-bytes", required_argument, NULL, OPT_STACK_BYTES},
-    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
-    {"native", required_argument, NULL, OPT_NATIVE},
-    {"endpoint", required_argument, NULL, OPT_ENDPOINT},
-    {"no-export", no_argument, NULL, OPT_NO_EXPORT},
-    {"flush-interval", required_argument, NULL, OPT_FLUSH_INTERVAL},
-    {"export-memory-mb", required_argument, NULL, OPT_EXPORT_MEMORY},
-    {"format", required_argument, NULL, 'f'},
-    {"json", no_argument, NULL, 'j'},
-    {"thread", required_argument, NULL, 't'},
-    {"idle", no_argument, NULL, OPT_IDLE},
-    {"watch", no_argument, NULL, 'w'},
-    {"allow", required_argument, NULL, OPT_ALLOW},
-    {"deny", required_argument, NULL, OPT_DENY},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    {"health-interval", required_argument, NULL, OPT_HEALTH_INTERVAL},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
-
-/* The export flags; validated against the environment in cli__parse. */
-static bool apply_export_option(int opt, const char *arg, struct export_config *config, char *error,
-                                size_t error_size)
-{
-        long long value;
-
-        switch (opt) {
-        case OPT_ENDPOINT:
-                config->endpoint_flag = arg;
-                return true;
-        case OPT_NO_EXPORT:
-                config->no_export_flag = true;
-                return true;
-        case OPT_FLUSH_INTERVAL:
-                if (parse_long(arg, 1, 300000, &value)) {
-                        config->flush_interval_ms = value;
-                        return true;
-                }
-                snprintf(error, error_size,
-                         "--flush-interval %.64s: not a whole number of ms in 1..300000", arg);
-                return false;
-        default:
-                if (parse_long(arg, EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB, &value)) {
-                        config->memory_mb = value;
-                        return true;
-                }
-                snprintf(error, error_size, "--export-memory-mb %.64s: not in %d..%d", arg,
-                         EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB);
-                return false;
-        }
 }
 
 static bool parse_format(const char *name, enum output_format *out)
@@ -379,185 +328,6 @@ static enum output_format format_from_name(const char *path)
         return OUTPUT_PPROF;
 }
 
-/* --format, --json, --thread, --idle. */
-static bool apply_view_option(int opt, const char *arg, struct profd_config *config, char *error,
-                              size_t error_size)
-{
-        switch (opt) {
-        case 'f':
-                if (parse_format(arg, &config->format)) {
-                        config->format_given = true;
-                        return true;
-                }
-                snprintf(error, error_size,
-                         "--format %.64s: not one of pprof, collapsed, speedscope, svg", arg);
-                return false;
-        case 'j':
-                config->json = true;
-                return true;
-        case 't':
-                if (!*arg || strlen(arg) > 15) {
-                        snprintf(error, error_size,
-                                 "--thread: give a thread name (at most 15 characters) or id");
-                        return false;
-                }
-                config->thread_filter = arg;
-                return true;
-        default:
-                config->include_idle = true;
-                return true;
-        }
-}
-
-/* --watch, --allow, --deny, --config, --health-interval.  The first
- * --allow (--deny) replaces the environment's list. */
-static bool apply_watch_option(int opt, const char *arg, struct profd_config *config,
-                               bool *rules_given, char *error, size_t error_size)
-{
-        switch (opt) {
-        case 'w':
-                config->watch = true;
-                return true;
-        case OPT_ALLOW:
-        case OPT_DENY: {
-                bool deny = opt == OPT_DENY;
-                struct watch_rule_list *list = deny ? &config->rules.deny : &config->rules.allow;
-                if (!rules_given[deny])
-                        list->n = 0;
-                rules_given[deny] = true;
-                return watch_rule_list__add(list, arg, deny ? "--deny" : "--allow", error,
-                                            error_size);
-        }
-        case OPT_CONFIG:
-                config->config_path = arg;
-                return true;
-        default:
-                return parse_health_interval(arg, "--health-interval", &config->health_interval_s,
-                                             error, error_size);
-        }
-}
-
-/* Applies one parsed option.  Returns false with `error` set. */
-static bool apply_option(int opt, const char *arg, struct profd_config *config, char *error,
-                         size_t error_size)
-{
-        long long value;
-
-        switch (opt) {
-        case 'p':
-                return add_pid(config, arg, error, error_size);
-        case 'o':
-                if (!*arg) {
-                        snprintf(error, error_size, "--output: empty file name");
-                        return false;
-                }
-                config->output = arg;
-                return true;
-        case 'd':
-                if (parse_seconds(arg, &config->duration_s))
-                        return true;
-                snprintf(error, error_size, "--duration %.64s: not a positive number of seconds",
-                         arg);
-                return false;
-        case 'i':
-                if (parse_long(arg, 1, 3600000, &value)) {
-                        config->interval_ms = value;
-                        return true;
-                }
-                snprintf(error, error_size,
-                         "--interval %.64s: not a whole number of ms in 1..3600000", arg);
-                return false;
-        case OPT_STACK_BYTES:
-                if (parse_long(arg, 4096, 1 << 20, &value)) {
-                        config->stack_bytes = (size_t)value;
-                        return true;
-                }
-                snprintf(error, error_size, "--stack-bytes %.64s: not in 4096..1048576", arg);
-                return false;
-        case OPT_MAX_DEPTH:
-                if (parse_long(arg, 1, 4096, &value)) {
-                        config->max_depth = (size_t)value;
-                        return true;
-                }
-                snprintf(error, error_size, "--max-depth %.64s: not in 1..4096", arg);
-                return false;
-        case OPT_NATIVE:
-                if (strcmp(arg, "default") == 0)
-                        config->native_mode = NATIVE_MODE_DEFAULT;
-                else if (strcmp(arg, "all") == 0)
-                        config->native_mode = NATIVE_MODE_ALL;
-                else if (strcmp(arg, "python-only") == 0)
-                        config->native_mode = NATIVE_MODE_PYTHON_ONLY;
-                else {
-                        snprintf(error, error_size,
-                                 "--native %.64s: not one of default, all, python-only", arg);
-                        return false;
-                }
-                return true;
-        case 'v':
-                config->verbosity++;
-                return true;
-        case 'f':
-        case 'j':
-        case 't':
-        case OPT_IDLE:
-                return apply_view_option(opt, arg, config, error, error_size);
-        case OPT_ENDPOINT:
-        case OPT_NO_EXPORT:
-        case OPT_FLUSH_INTERVAL:
-        case OPT_EXPORT_MEMORY:
-                return apply_export_option(opt, arg, &config->export, error, error_size);
-        default:
-                snprintf(error, error_size, "unknown option (see --help)");
-                return false;
-        }
-}
-
-/* Which options each subcommand accepts (getopt values; 0 ends). */
-static const int record_options[] = {'p',
-                                     'w',
-                                     OPT_ALLOW,
-                                     OPT_DENY,
-                                     OPT_CONFIG,
-                                     OPT_HEALTH_INTERVAL,
-                                     'o',
-                                     'd',
-                                     'i',
-                                     'f',
-                                     'v',
-                                     OPT_STACK_BYTES,
-                                     OPT_MAX_DEPTH,
-                                     OPT_NATIVE,
-                                     OPT_ENDPOINT,
-                                     OPT_NO_EXPORT,
-                                     OPT_FLUSH_INTERVAL,
-                                     OPT_EXPORT_MEMORY,
-                                     0};
-static const int dump_options[] = {'p', 'j', 'v', OPT_STACK_BYTES, OPT_MAX_DEPTH, OPT_NATIVE, 0};
-static const int top_options[] = {'p',           'i',        't', 'v', OPT_IDLE, OPT_STACK_BYTES,
-                                  OPT_MAX_DEPTH, OPT_NATIVE, 0};
-
-struct command_spec {
-        const char *name;
-        enum profd_command command;
-        const char *help;
-        const int *options;
-};
-
-static const struct command_spec commands[] = {
-    {"record", COMMAND_RECORD, record_text, record_options},
-    {"dump", COMMAND_DUMP, dump_text, dump_options},
-    {"top", COMMAND_TOP, top_text, top_options},
-};
-
-static bool command_accepts(const struct command_spec *spec, int opt)
-{
-        for (const int *o = spec->options; *o; o++)
-                if (*o == opt)
-                        return true;
-        return false;
-}
-
 /* The subcommand named by argv[1], or record when argv[1] is an option
  * (or absent); NULL for an unknown word. */
 static const struct command_spec *find_command(int argc, char **argv, int *first_option)
@@ -566,7 +336,7 @@ static const struct command_spec *find_command(int argc, char **argv, int *first
         if (argc < 2 || argv[1][0] == '-')
                 return &commands[0];
         *first_option = 2;
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        for (size_t i = 0; i < N_COMMANDS; i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
                         return &commands[i];
         if (strcmp(argv[1], "help") == 0) {
@@ -576,18 +346,464 @@ static const struct command_spec *find_command(int argc, char **argv, int *first
         return NULL;
 }
 
+static const char *lookup_config(void *source, const char *name)
+{
+        return config_source__get(source, name);
+}
+
+/* ------------------------------------------------------------- handlers
+ * One per option: validate `arg` (NULL for options without a value) into
+ * the config.  CLI_RUN to go on, CLI_EXIT_OK when the run is over (--help,
+ * --version), CLI_USAGE_ERROR with parse->error set. */
+
+static enum cli_result on_pid(struct parse *parse, const char *arg)
+{
+        return add_pid(parse->config, arg, parse->error, parse->error_size) ? CLI_RUN
+                                                                            : CLI_USAGE_ERROR;
+}
+
+static enum cli_result on_json(struct parse *parse, const char *arg)
+{
+        parse->config->json = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_thread(struct parse *parse, const char *arg)
+{
+        if (!*arg || strlen(arg) > 15)
+                return fail(parse, "--thread: give a thread name (at most 15 characters) or id");
+        parse->config->thread_filter = arg;
+        return CLI_RUN;
+}
+
+static enum cli_result on_idle(struct parse *parse, const char *arg)
+{
+        parse->config->include_idle = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_output(struct parse *parse, const char *arg)
+{
+        if (!*arg)
+                return fail(parse, "--output: empty file name");
+        parse->config->output = arg;
+        return CLI_RUN;
+}
+
+static enum cli_result on_format(struct parse *parse, const char *arg)
+{
+        if (!parse_format(arg, &parse->config->format))
+                return fail(parse, "--format %.64s: not one of pprof, collapsed, speedscope, svg",
+                            arg);
+        parse->config->format_given = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_duration(struct parse *parse, const char *arg)
+{
+        if (!parse_seconds(arg, &parse->config->duration_s))
+                return fail(parse, "--duration %.64s: not a positive number of seconds", arg);
+        return CLI_RUN;
+}
+
+static enum cli_result on_interval(struct parse *parse, const char *arg)
+{
+        long long value;
+
+        if (!parse_long(arg, 1, 3600000, &value))
+                return fail(parse, "--interval %.64s: not a whole number of ms in 1..3600000", arg);
+        parse->config->interval_ms = value;
+        parse->interval_given = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_stack_bytes(struct parse *parse, const char *arg)
+{
+        long long value;
+
+        if (!parse_long(arg, 4096, 1 << 20, &value))
+                return fail(parse, "--stack-bytes %.64s: not in 4096..1048576", arg);
+        parse->config->stack_bytes = (size_t)value;
+        return CLI_RUN;
+}
+
+static enum cli_result on_max_depth(struct parse *parse, const char *arg)
+{
+        long long value;
+
+        if (!parse_long(arg, 1, 4096, &value))
+                return fail(parse, "--max-depth %.64s: not in 1..4096", arg);
+        parse->config->max_depth = (size_t)value;
+        return CLI_RUN;
+}
+
+static enum cli_result on_native(struct parse *parse, const char *arg)
+{
+        if (strcmp(arg, "default") == 0)
+                parse->config->native_mode = NATIVE_MODE_DEFAULT;
+        else if (strcmp(arg, "all") == 0)
+                parse->config->native_mode = NATIVE_MODE_ALL;
+        else if (strcmp(arg, "python-only") == 0)
+                parse->config->native_mode = NATIVE_MODE_PYTHON_ONLY;
+        else
+                return fail(parse, "--native %.64s: not one of default, all, python-only", arg);
+        return CLI_RUN;
+}
+
+/* The export flags are checked against the environment in finish_command. */
+static enum cli_result on_endpoint(struct parse *parse, const char *arg)
+{
+        parse->config->export.endpoint_flag = arg;
+        return CLI_RUN;
+}
+
+static enum cli_result on_no_export(struct parse *parse, const char *arg)
+{
+        parse->config->export.no_export_flag = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_flush_interval(struct parse *parse, const char *arg)
+{
+        long long value;
+
+        if (!parse_long(arg, 1, 300000, &value))
+                return fail(parse, "--flush-interval %.64s: not a whole number of ms in 1..300000",
+                            arg);
+        parse->config->export.flush_interval_ms = value;
+        return CLI_RUN;
+}
+
+static enum cli_result on_export_memory(struct parse *parse, const char *arg)
+{
+        long long value;
+
+        if (!parse_long(arg, EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB, &value))
+                return fail(parse, "--export-memory-mb %.64s: not in %d..%d", arg,
+                            EXPORT_MIN_MEMORY_MB, EXPORT_MAX_MEMORY_MB);
+        parse->config->export.memory_mb = value;
+        return CLI_RUN;
+}
+
+static enum cli_result on_verbose(struct parse *parse, const char *arg)
+{
+        parse->config->verbosity++;
+        return CLI_RUN;
+}
+
+static void print_help(const struct command_spec *spec, bool bare);
+
+static enum cli_result on_help(struct parse *parse, const char *arg)
+{
+        print_help(parse->spec, parse->bare);
+        return CLI_EXIT_OK;
+}
+
+static enum cli_result on_version(struct parse *parse, const char *arg)
+{
+        printf("splunk-profd %s\n", PROFD_VERSION);
+        return CLI_EXIT_OK;
+}
+
+static enum cli_result on_watch(struct parse *parse, const char *arg)
+{
+        parse->config->watch = true;
+        return CLI_RUN;
+}
+
+/* The first --allow (--deny) replaces the environment's list. */
+static enum cli_result add_rule(struct parse *parse, bool deny, const char *arg)
+{
+        struct watch_rule_list *list =
+            deny ? &parse->config->rules.deny : &parse->config->rules.allow;
+
+        if (!parse->rules_given[deny])
+                list->n = 0;
+        parse->rules_given[deny] = true;
+        return watch_rule_list__add(list, arg, deny ? "--deny" : "--allow", parse->error,
+                                    parse->error_size)
+                   ? CLI_RUN
+                   : CLI_USAGE_ERROR;
+}
+
+static enum cli_result on_allow(struct parse *parse, const char *arg)
+{
+        return add_rule(parse, false, arg);
+}
+
+static enum cli_result on_deny(struct parse *parse, const char *arg)
+{
+        return add_rule(parse, true, arg);
+}
+
+/* Read before the parse (cli__config_path); kept for SIGHUP. */
+static enum cli_result on_config(struct parse *parse, const char *arg)
+{
+        parse->config->config_path = arg;
+        return CLI_RUN;
+}
+
+static enum cli_result on_health_interval(struct parse *parse, const char *arg)
+{
+        return parse_health_interval(arg, "--health-interval", &parse->config->health_interval_s,
+                                     parse->error, parse->error_size)
+                   ? CLI_RUN
+                   : CLI_USAGE_ERROR;
+}
+
+/* ----------------------------------------------------------------- table */
+
+#define FOR_RECORD (1u << COMMAND_RECORD)
+#define FOR_DUMP   (1u << COMMAND_DUMP)
+#define FOR_TOP    (1u << COMMAND_TOP)
+#define FOR_ALL    (FOR_RECORD | FOR_DUMP | FOR_TOP)
+
+/* --help lists a command's options in two groups, in table order. */
+enum option_group {
+        GROUP_MAIN,
+        GROUP_DAEMON, /* record only: "Daemon mode (instead of --pid):" */
+};
+
+struct cli_option {
+        const char *name;  /* long name, without "--" */
+        char letter;       /* short option, 0: none */
+        const char *value; /* the value's name in --help; NULL: the option takes none */
+        bool joined;       /* shown as --name=VALUE */
+        unsigned commands; /* FOR_*: the commands that accept it */
+        enum option_group group;
+        const char *help;                     /* --help text; '\n' starts an indented line */
+        const char *command_help[N_COMMANDS]; /* instead of `help` for one command */
+        enum cli_result (*apply)(struct parse *parse, const char *arg);
+};
+
+static const struct cli_option options[] = {
+    {.name = "pid",
+     .letter = 'p',
+     .value = "PID",
+     .commands = FOR_ALL,
+     .apply = on_pid,
+     .command_help = {[COMMAND_RECORD] = "process to profile (repeatable)",
+                      [COMMAND_DUMP] = "process to dump (repeatable)",
+                      [COMMAND_TOP] = "process to watch (repeatable)"}},
+    {.name = "json",
+     .letter = 'j',
+     .commands = FOR_DUMP,
+     .apply = on_json,
+     .help = "one JSON document on stdout instead of text"},
+    {.name = "thread",
+     .letter = 't',
+     .value = "T",
+     .commands = FOR_TOP,
+     .apply = on_thread,
+     .help = "only threads named T or with OS thread id T"},
+    {.name = "idle",
+     .commands = FOR_TOP,
+     .apply = on_idle,
+     .help = "also count blocked (idle) samples; default: running only"},
+    {.name = "output",
+     .letter = 'o',
+     .value = "FILE",
+     .commands = FOR_RECORD,
+     .apply = on_output,
+     .help = "write the profile at the end; the format follows the\n"
+             "extension: .pb.gz pprof (also any other name),\n"
+             ".txt collapsed stacks, .json speedscope, .svg flame graph"},
+    {.name = "format",
+     .letter = 'f',
+     .value = "FMT",
+     .commands = FOR_RECORD,
+     .apply = on_format,
+     .help = "pprof, collapsed, speedscope or svg (overrides the extension)"},
+    {.name = "duration",
+     .letter = 'd',
+     .value = "SEC",
+     .commands = FOR_RECORD,
+     .apply = on_duration,
+     .help = "stop after SEC seconds (default: until Ctrl-C/SIGTERM)"},
+    {.name = "interval",
+     .letter = 'i',
+     .value = "MS",
+     .commands = FOR_RECORD | FOR_TOP,
+     .apply = on_interval,
+     .command_help = {[COMMAND_RECORD] = "sampling period in ms (default: "
+                                         "$SPLUNK_PROFILER_CALL_STACK_INTERVAL,\n"
+                                         "else 1000; 10 = 100 Hz)",
+                      [COMMAND_TOP] = "sampling period in ms (default 10)"}},
+    {.name = "stack-bytes",
+     .value = "N",
+     .commands = FOR_ALL,
+     .apply = on_stack_bytes,
+     .help = "stack bytes copied per thread-sample (4096..1048576, default 32768)"},
+    {.name = "max-depth",
+     .value = "N",
+     .commands = FOR_ALL,
+     .apply = on_max_depth,
+     .help = "frames kept per stack (1..4096, default 1024)"},
+    {.name = "native",
+     .value = "MODE",
+     .joined = true,
+     .commands = FOR_ALL,
+     .apply = on_native,
+     .help = "Python targets: native frames kept next to Python frames:\n"
+             "default (outside the interpreter), all, python-only"},
+    {.name = "endpoint",
+     .value = "URL",
+     .commands = FOR_RECORD,
+     .apply = on_endpoint,
+     .help = "export to this OTLP/gRPC collector (http:// or https://);\n"
+             "default $SPLUNK_PROFILER_LOGS_ENDPOINT, else http://localhost:4317"},
+    {.name = "no-export",
+     .commands = FOR_RECORD,
+     .apply = on_no_export,
+     .help = "never export, even when SPLUNK_PROFILER_ENABLED=true"},
+    {.name = "flush-interval",
+     .value = "MS",
+     .commands = FOR_RECORD,
+     .apply = on_flush_interval,
+     .help = "one Splunk record per target per MS (default: the\n"
+             "interval, at least 1000)"},
+    {.name = "export-memory-mb",
+     .value = "N",
+     .commands = FOR_RECORD,
+     .apply = on_export_memory,
+     .help = "memory for unsent records (8..4096, default 64);\n"
+             "the oldest are dropped beyond it"},
+    {.name = "verbose",
+     .letter = 'v',
+     .commands = FOR_ALL,
+     .apply = on_verbose,
+     .help = "more log lines (repeatable)"},
+    {.name = "help", .letter = 'h', .commands = FOR_ALL, .apply = on_help, .help = "this text"},
+    {.name = "version", .letter = 'V', .commands = FOR_ALL, .apply = on_version, .help = "version"},
+    {.name = "watch",
+     .letter = 'w',
+     .commands = FOR_RECORD,
+     .group = GROUP_DAEMON,
+     .apply = on_watch,
+     .help = "profile every labelled process (SPLUNK_PROFILER_ENABLED=true\n"
+             "in its environment, a span-context segment, or --allow),\n"
+             "and the children they fork, until SIGTERM"},
+    {.name = "allow",
+     .value = "RULE",
+     .commands = FOR_RECORD,
+     .group = GROUP_DAEMON,
+     .apply = on_allow,
+     .help = "also profile matching processes (repeatable; replaces\n"
+             "$SPLUNK_PROFILER_WATCH_ALLOW)"},
+    {.name = "deny",
+     .value = "RULE",
+     .commands = FOR_RECORD,
+     .group = GROUP_DAEMON,
+     .apply = on_deny,
+     .help = "never profile matching processes (repeatable; replaces\n"
+             "$SPLUNK_PROFILER_WATCH_DENY).  RULE: [!]exe:GLOB, uid:N,\n"
+             "unit:GLOB, cgroup:GLOB, env:K=V"},
+    {.name = "config",
+     .value = "FILE",
+     .commands = FOR_RECORD,
+     .group = GROUP_DAEMON,
+     .apply = on_config,
+     .help = "KEY=VALUE file, same names as the environment; the\n"
+             "environment wins over it, flags over both; SIGHUP\n"
+             "re-reads it (interval, rules, health interval)"},
+    {.name = "health-interval",
+     .value = "SEC",
+     .commands = FOR_RECORD,
+     .group = GROUP_DAEMON,
+     .apply = on_health_interval,
+     .help = "one health line every SEC s (default\n"
+             "$SPLUNK_PROFILER_HEALTH_INTERVAL, else 60; 0: never)"},
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static const char *const group_headings[] = {
+    [GROUP_MAIN] = NULL,
+    [GROUP_DAEMON] = "Daemon mode (instead of --pid):",
+};
+
+static bool accepts(const struct cli_option *option, const struct command_spec *spec)
+{
+        return option->commands & (1u << spec->command);
+}
+
+/* getopt_long's tables, from `options`. */
+static void build_getopt(struct option longs[N_OPTIONS + 1], char shorts[2 * N_OPTIONS + 1])
+{
+        char *s = shorts;
+
+        for (size_t i = 0; i < N_OPTIONS; i++) {
+                const struct cli_option *o = &options[i];
+                longs[i] = (struct option){o->name, o->value ? required_argument : no_argument,
+                                           NULL, o->letter ? o->letter : LONG_ONLY + (int)i};
+                if (o->letter) {
+                        *s++ = o->letter;
+                        if (o->value)
+                                *s++ = ':';
+                }
+        }
+        longs[N_OPTIONS] = (struct option){NULL, 0, NULL, 0};
+        *s = '\0';
+}
+
+/* The row getopt_long's return value `opt` stands for, or NULL. */
+static const struct cli_option *option_for(int opt)
+{
+        if (opt >= LONG_ONLY && (size_t)(opt - LONG_ONLY) < N_OPTIONS)
+                return &options[opt - LONG_ONLY];
+        for (size_t i = 0; i < N_OPTIONS; i++)
+                if (options[i].letter && options[i].letter == opt)
+                        return &options[i];
+        return NULL;
+}
+
+const char *cli__option_name(size_t i, char *letter)
+{
+        if (i >= N_OPTIONS)
+                return NULL;
+        *letter = options[i].letter;
+        return options[i].name;
+}
+
+/* One option's --help lines: "  -p, --pid PID" padded to the text column
+ * (or two spaces when longer), the text's further lines indented to it. */
+static void print_option(const struct cli_option *o, enum profd_command command)
+{
+        const char *help = o->command_help[command] ?: o->help;
+        char names[64];
+
+        snprintf(names, sizeof(names), "  %c%c%s--%s%s%s", o->letter ? '-' : ' ', o->letter ?: ' ',
+                 o->letter ? ", " : "  ", o->name, o->value ? (o->joined ? "=" : " ") : "",
+                 o->value ?: "");
+        printf("%-*s  ", HELP_NAMES, names);
+        for (const char *line = help, *end;; line = end + 1) {
+                end = strchrnul(line, '\n');
+                printf("%.*s\n", (int)(end - line), line);
+                if (!*end)
+                        break;
+                printf("%*s", HELP_COLUMN, "");
+        }
+}
+
 static void print_help(const struct command_spec *spec, bool bare)
 {
         /* `splunk-profd --help` shows the subcommands first, then record's
          * options (record is what a bare command line does). */
         if (bare)
                 fputs(overview_text, stdout);
-        fputs(spec->help, stdout);
-}
-
-static const char *lookup_config(void *source, const char *name)
-{
-        return config_source__get(source, name);
+        fputs(spec->intro, stdout);
+        for (size_t g = 0; g < sizeof(group_headings) / sizeof(group_headings[0]); g++) {
+                bool first = true;
+                for (size_t i = 0; i < N_OPTIONS; i++) {
+                        if (options[i].group != g || !accepts(&options[i], spec))
+                                continue;
+                        if (first && group_headings[g])
+                                printf("\n%s\n", group_headings[g]);
+                        first = false;
+                        print_option(&options[i], spec->command);
+                }
+        }
+        fputs(spec->outro, stdout);
 }
 
 /* Command-specific defaults and checks after the options. */
@@ -621,59 +837,44 @@ static bool finish_command(const struct config_source *source, struct profd_conf
         return true;
 }
 
-static enum cli_result parse_options(int argc, char **argv, const struct command_spec *spec,
-                                     bool bare, const struct config_source *source,
-                                     struct profd_config *config, char *error, size_t error_size)
+/* Applies one getopt_long result; CLI_RUN to go on. */
+static enum cli_result apply_one(struct parse *parse, int opt, char **argv)
 {
-        bool interval_given = false, rules_given[2] = {false, false};
+        const struct cli_option *option = option_for(opt);
+
+        if (!option) /* '?' or ':' */
+                return fail(parse, "%s: unknown option or missing value (see --help)",
+                            argv[optind - 1]);
+        /* By its table name: argv[optind - 1] is the value for "--duration 5". */
+        if (!accepts(option, parse->spec))
+                return fail(parse, "--%s: not an option of `%s` (see splunk-profd %s --help)",
+                            option->name, parse->spec->name, parse->spec->name);
+        return option->apply(parse, optarg);
+}
+
+static enum cli_result parse_options(int argc, char **argv, struct parse *parse,
+                                     const struct config_source *source)
+{
+        struct option longs[N_OPTIONS + 1];
+        char shorts[2 * N_OPTIONS + 1];
+        struct profd_config *config = parse->config;
+        enum cli_result result;
         int opt;
 
-        while ((opt = getopt_long(argc, argv, "p:o:d:i:f:jt:vhVw", long_options, NULL)) != -1) {
-                if (opt == 'h') {
-                        print_help(spec, bare);
-                        return CLI_EXIT_OK;
-                }
-                if (opt == 'V') {
-                        printf("splunk-profd %s\n", PROFD_VERSION);
-                        return CLI_EXIT_OK;
-                }
-                if (opt == '?' || opt == ':') {
-                        snprintf(error, error_size,
-                                 "%s: unknown option or missing value (see --help)",
-                                 argv[optind - 1]);
-                        return CLI_USAGE_ERROR;
-                }
-                if (!command_accepts(spec, opt)) {
-                        snprintf(error, error_size,
-                                 "%s: not an option of `%s` (see splunk-profd %s --help)",
-                                 argv[optind - 1], spec->name, spec->name);
-                        return CLI_USAGE_ERROR;
-                }
-                interval_given |= opt == 'i';
-                if (opt == 'w' || opt == OPT_ALLOW || opt == OPT_DENY || opt == OPT_CONFIG ||
-                    opt == OPT_HEALTH_INTERVAL) {
-                        if (!apply_watch_option(opt, optarg, config, rules_given, error,
-                                                error_size))
-                                return CLI_USAGE_ERROR;
-                } else if (!apply_option(opt, optarg, config, error, error_size)) {
-                        return CLI_USAGE_ERROR;
-                }
-        }
-        if (optind < argc) {
-                snprintf(error, error_size, "unexpected argument '%.64s' (see --help)",
-                         argv[optind]);
-                return CLI_USAGE_ERROR;
-        }
-        if (config->watch && config->n_pids > 0) {
-                snprintf(error, error_size, "--watch and --pid cannot be combined");
-                return CLI_USAGE_ERROR;
-        }
-        if (config->n_pids == 0 && !config->watch) {
-                snprintf(error, error_size, "no target: give --pid PID (see --help)");
-                return CLI_USAGE_ERROR;
-        }
-        return finish_command(source, config, interval_given, error, error_size) ? CLI_RUN
-                                                                                 : CLI_USAGE_ERROR;
+        build_getopt(longs, shorts);
+        while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1)
+                if ((result = apply_one(parse, opt, argv)) != CLI_RUN)
+                        return result;
+        if (optind < argc)
+                return fail(parse, "unexpected argument '%.64s' (see --help)", argv[optind]);
+        if (config->watch && config->n_pids > 0)
+                return fail(parse, "--watch and --pid cannot be combined");
+        if (config->n_pids == 0 && !config->watch)
+                return fail(parse, "no target: give --pid PID (see --help)");
+        return finish_command(source, config, parse->interval_given, parse->error,
+                              parse->error_size)
+                   ? CLI_RUN
+                   : CLI_USAGE_ERROR;
 }
 
 const char *cli__config_path(int argc, char **argv)
@@ -694,25 +895,29 @@ const char *cli__config_path(int argc, char **argv)
 enum cli_result cli__parse(int argc, char **argv, const struct config_source *source,
                            struct profd_config *config, char *error, size_t error_size)
 {
-        const struct command_spec *spec;
+        struct parse parse = {.config = config, .error = error, .error_size = error_size};
         int first;
 
         defaults(config);
-        spec = find_command(argc, argv, &first);
-        if (!spec) {
+        parse.spec = find_command(argc, argv, &first);
+        if (!parse.spec) {
                 snprintf(error, error_size,
                          "unknown command '%.64s': use record, dump or top (see --help)", argv[1]);
                 return CLI_USAGE_ERROR;
         }
         if (first < 0) { /* `splunk-profd help` */
-                print_help(spec, true);
+                print_help(parse.spec, true);
                 return CLI_EXIT_OK;
         }
-        config->command = spec->command;
+        parse.bare = first == 1;
+        config->command = parse.spec->command;
         /* The environment first, so that a flag given alongside it wins. */
         if (!apply_environment(source, config, error, error_size))
                 return CLI_USAGE_ERROR;
+        /* getopt starts afresh (optind 0) on every parse, SIGHUP's included:
+         * with optind 1 it would resume a short-option cluster an earlier
+         * parse stopped in.  argv[first - 1] stands in for the program name. */
         opterr = 0;
-        optind = first;
-        return parse_options(argc, argv, spec, first == 1, source, config, error, error_size);
+        optind = 0;
+        return parse_options(argc - (first - 1), argv + (first - 1), &parse, source);
 }

@@ -33,9 +33,10 @@
 
 #include "cli/cmd_dump.h"
 #include "cli/cmd_top.h"
-#include "engine/config.h"
+#include "cli/cli.h"
 #include "cli/config_file.h"
 #include "cli/progress.h"
+#include "cli/registry_setup.h"
 #include "engine/registry.h"
 #include "engine/run_status.h"
 #include "engine/profiled_target.h"
@@ -92,69 +93,6 @@ static int block_signals(bool with_winch)
                 return -1;
         sigdelset(&mask, SIGCHLD);
         return signalfd(-1, &mask, SFD_CLOEXEC);
-}
-
-static int registry__init(struct registry *registry, const struct profd_config *config)
-{
-        struct profile_builder_options options = {
-            .n_sample_types = 1,
-            .sample_type = {"samples"},
-            .sample_unit = {"count"},
-            .period_type = "cpu",
-            .period_unit = "nanoseconds",
-            .period = config->interval_ms * 1000000,
-        };
-
-        memset(registry, 0, sizeof(*registry));
-        registry->config = *config;
-        registry->include_internal_stacks =
-            !strcasecmp(getenv("SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS") ?: "", "true");
-        registry->sigchld_fd = -1;
-        int r = mailbox__init(&registry->status, sizeof(struct run_status));
-        if (r < 0)
-                return r;
-        registry->reload_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        pthread_mutex_init(&registry->reload_lock, NULL);
-        if (config->watch && !(registry->watch = watch__new()))
-                return -ENOMEM;
-        registry->stop_fd = eventfd(0, EFD_CLOEXEC);
-        registry->done_fd = eventfd(0, EFD_CLOEXEC);
-        registry->symbolizer = symbolizer__new();
-        /* Only a run that writes --output builds a profile: dump and top
-         * read stacks through their sink, and a run that only exports (the
-         * daemon as the unit runs it) would otherwise keep every sample it
-         * ever took. */
-        bool build_profile = config->command == COMMAND_RECORD && config->output;
-        if (build_profile)
-                registry->builder = profile_builder__new(&options);
-        registry->recorder.builder = registry->builder;
-        registry->recorder.period_ms = config->interval_ms;
-        if (registry->stop_fd < 0 || registry->done_fd < 0 || registry->reload_fd < 0 ||
-            !registry->symbolizer || (build_profile && !registry->builder) ||
-            py_walk_scratch__init(&registry->py_scratch) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static void registry__release(struct registry *registry)
-{
-        for (size_t i = 0; i < registry->targets.n_targets; i++)
-                profiled_target__free(registry->targets.targets[i]);
-        target_set__free(&registry->targets);
-        profile_builder__free(registry->builder);
-        symbolizer__free(registry->symbolizer);
-        py_walk_scratch__release(&registry->py_scratch);
-        exporter__free(registry->exporter);
-        watch__free(registry->watch);
-        mailbox__release(&registry->status);
-        if (registry->reload_fd >= 0)
-                close(registry->reload_fd);
-        if (registry->sigchld_fd >= 0)
-                close(registry->sigchld_fd);
-        if (registry->stop_fd >= 0)
-                close(registry->stop_fd);
-        if (registry->done_fd >= 0)
-                close(registry->done_fd);
 }
 
 /* What main keeps for --watch: argv for re-parsing on SIGHUP, the

@@ -1,6 +1,7 @@
-/* config.h — what one run of splunk-profd was asked to do, after flags and
- * environment have been parsed and validated.  Flags win over the
- * environment; the environment wins over built-in defaults. */
+/* config.h — what one run of splunk-profd was asked to do, once the command
+ * line and the environment have been parsed and validated, and the exit
+ * statuses.  Flags win over the environment; the environment wins over
+ * built-in defaults. */
 #pragma once
 
 #include <stdbool.h>
@@ -52,6 +53,9 @@ struct profd_config {
         int verbosity;               /* -v count */
         int native_mode;             /* enum native_mode (unwind/stack_merge.h): --native */
         struct export_config export; /* Splunk OTLP export (see export_config.h) */
+        /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS: keep the samples of
+         * threads the span-context segment marks as the SDK's own. */
+        bool include_internal_stacks;
         /* --watch (daemon mode, engine/watch.h) */
         bool watch;
         const char *config_path;  /* --config FILE, NULL: none */
@@ -65,17 +69,3 @@ struct watch_settings {
         double health_interval_s;
         struct watch_rules rules;
 };
-
-enum cli_result {
-        CLI_RUN,
-        CLI_EXIT_OK,    /* --help or --version was printed */
-        CLI_USAGE_ERROR /* `error` holds one line */
-};
-
-/* Parses argv (an optional subcommand, then its options) and the
- * SPLUNK_PROFILER_* environment into `config`. */
-struct config_source;
-enum cli_result cli__parse(int argc, char **argv, const struct config_source *source,
-                           struct profd_config *config, char *error, size_t error_size);
-/* The value of --config in argv (before the full parse), or NULL. */
-const char *cli__config_path(int argc, char **argv);

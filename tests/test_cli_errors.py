@@ -49,6 +49,14 @@ def test_bad_interval_environment(profd, live_pid):
     assert_error(result, USAGE, "interval")
 
 
+def test_bad_include_internal_stacks_environment(profd, live_pid):
+    """Read and checked with the other variables, before any target is touched."""
+    result = profd.run(
+        "--pid", live_pid, "--duration", "1", env={"SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS": "maybe"}
+    )
+    assert_error(result, USAGE, "splunk_profiler_include_internal_stacks")
+
+
 def test_bad_pid_value(profd):
     assert_error(profd.run("--pid", "abc", "--duration", "1"), USAGE, "pid")
 
