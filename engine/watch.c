@@ -305,7 +305,7 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                 for (size_t i = 0; i < registry->targets.n_targets; i++)
                         threads += registry->targets.targets[i]->n_threads;
                 if (registry->exporter)
-                        exporter__stats(registry->exporter, &e);
+                        exporter__stats_running(registry->exporter, &e);
                 log_notice("health: targets=%zu threads=%llu samples_per_s=%.1f skipped=%llu "
                            "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
                            "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "

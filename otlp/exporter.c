@@ -33,6 +33,7 @@
 #include "otlp/otlp_grpc.h"
 #include "otlp/otlp_logs.h"
 #include "util/log.h"
+#include "util/mailbox.h"
 #include "util/clock.h"
 
 #define MAX_REQUEST_BYTES  (3u * 1024 * 1024 + 512 * 1024)
@@ -54,6 +55,10 @@ struct exporter {
         int64_t backoff_ms;
         uint64_t last_error_log_ns, errors_since_log, last_drop_log_ns, drops_logged;
         struct exporter_stats stats; /* exporter thread; read after join */
+        /* exporter thread -> one reader while it runs (the health line):
+         * a copy of `stats` after every request, by message */
+        struct mailbox stats_box;
+        struct exporter_stats received; /* the reader's newest copy */
         /* exporter__reconfigure -> exporter thread, under pending_lock */
         pthread_mutex_t pending_lock;
         struct otlp_grpc *pending_client;
@@ -70,11 +75,14 @@ struct exporter *exporter__new(const struct export_config *config, char *error, 
                 return NULL;
         }
         exporter->config = *config;
+        exporter->stats_box = (struct mailbox)MAILBOX_INIT;
         pthread_mutex_init(&exporter->pending_lock, NULL);
         exporter->seed = (unsigned int)clock__ns(CLOCK_MONOTONIC);
         exporter->backoff_ms = BACKOFF_INITIAL_MS;
-        if (export_queue__init(&exporter->queue, budget - IN_FLIGHT_RESERVE) < 0) {
+        if (export_queue__init(&exporter->queue, budget - IN_FLIGHT_RESERVE) < 0 ||
+            mailbox__init(&exporter->stats_box, sizeof(struct exporter_stats)) < 0) {
                 snprintf(error, error_size, "cannot create the export queue");
+                mailbox__release(&exporter->stats_box);
                 free(exporter);
                 return NULL;
         }
@@ -272,6 +280,12 @@ static void send_batch(struct exporter *exporter, struct export_entry *list)
         back_off(exporter);
 }
 
+static void publish_stats(struct exporter *exporter)
+{
+        exporter->stats.cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID);
+        (void)mailbox__send(&exporter->stats_box, &exporter->stats);
+}
+
 static void *exporter__main(void *arg)
 {
         struct exporter *exporter = arg;
@@ -291,6 +305,7 @@ static void *exporter__main(void *arg)
                         break;
                 }
                 send_batch(exporter, list);
+                publish_stats(exporter);
         }
         log_drops(exporter, true);
         exporter->stats.cpu_ns = clock__ns(CLOCK_THREAD_CPUTIME_ID);
@@ -327,14 +342,27 @@ void exporter__stop(struct exporter *exporter, int64_t deadline_ms)
                             (unsigned long long)exporter->stats.unsent_at_exit);
 }
 
-void exporter__stats(const struct exporter *exporter, struct exporter_stats *stats)
+/* The queue's own counters are read under the queue's lock. */
+static void add_queue_counters(const struct exporter *exporter, struct exporter_stats *stats)
 {
         struct export_queue *queue = (struct export_queue *)&exporter->queue;
         size_t bytes;
 
-        *stats = exporter->stats;
         export_queue__counters(queue, &stats->dropped_records, &stats->dropped_samples, &bytes,
                                &stats->peak_queue_bytes);
+}
+
+void exporter__stats(const struct exporter *exporter, struct exporter_stats *stats)
+{
+        *stats = exporter->stats;
+        add_queue_counters(exporter, stats);
+}
+
+void exporter__stats_running(struct exporter *exporter, struct exporter_stats *stats)
+{
+        (void)mailbox__receive(&exporter->stats_box, &exporter->received);
+        *stats = exporter->received;
+        add_queue_counters(exporter, stats);
 }
 
 void exporter__free(struct exporter *exporter)
@@ -346,5 +374,6 @@ void exporter__free(struct exporter *exporter)
         otlp_grpc__free(exporter->pending_client);
         pthread_mutex_destroy(&exporter->pending_lock);
         export_queue__release(&exporter->queue);
+        mailbox__release(&exporter->stats_box);
         free(exporter);
 }

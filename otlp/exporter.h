@@ -40,5 +40,11 @@ int exporter__reconfigure(struct exporter *exporter, const struct export_config 
 /* Asks the thread to send what is queued within `deadline_ms`, then joins
  * it.  Whatever is still unsent after that is counted and discarded. */
 void exporter__stop(struct exporter *exporter, int64_t deadline_ms);
+/* The counters once the thread has stopped (exporter__stop) or before it
+ * started: the summary line. */
 void exporter__stats(const struct exporter *exporter, struct exporter_stats *stats);
+/* The counters while the thread runs, as of its last request: the copy it
+ * sent by message (util/mailbox.h), never its live fields.  One calling
+ * thread only (the tracer's health line). */
+void exporter__stats_running(struct exporter *exporter, struct exporter_stats *stats);
 void exporter__free(struct exporter *exporter);
