@@ -51,16 +51,17 @@ void proc_thread_files__close(struct proc_thread_files *files)
         }
 }
 
-/* Reads a whole small /proc file into buf, NUL-terminated.  -1 on error. */
+/* Reads a whole small /proc file into buf, NUL-terminated.  The length,
+ * or -errno (-EBADF for a file that could not be opened). */
 static ssize_t read_small(int fd, char *buf, size_t size)
 {
         ssize_t n;
 
         if (fd < 0)
-                return -1;
+                return -EBADF;
         n = pread(fd, buf, size - 1, 0);
         if (n < 0)
-                return -1;
+                return -errno;
         buf[n] = '\0';
         return n;
 }

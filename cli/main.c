@@ -89,10 +89,12 @@ static int block_signals(bool with_winch)
         sigaddset(&mask, SIGTTIN);
         sigaddset(&mask, SIGTTOU);
         signal(SIGPIPE, SIG_IGN);
-        if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
-                return -1;
+        int r = pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        if (r != 0)
+                return -r;
         sigdelset(&mask, SIGCHLD);
-        return signalfd(-1, &mask, SFD_CLOEXEC);
+        int fd = signalfd(-1, &mask, SFD_CLOEXEC);
+        return fd < 0 ? -errno : fd;
 }
 
 /* What main keeps for --watch: argv for re-parsing on SIGHUP, the
@@ -386,12 +388,11 @@ static int start_exporter(struct registry *registry)
         registry->exporter = exporter__new(&registry->config.export, error, sizeof(error));
         if (!registry->exporter) {
                 log_error("export: %s", error);
-                return -1;
+                return -EINVAL;
         }
-        if (exporter__start(registry->exporter) < 0) {
-                log_error("export: cannot start the exporter thread");
-                return -1;
-        }
+        int r = exporter__start(registry->exporter);
+        if (r < 0)
+                return log_error_errno(r, "export: cannot start the exporter thread");
         log_info("exporting to %s (%s)", registry->config.export.endpoint,
                  registry->config.export.tls ? "TLS" : "plaintext");
         return 0;
@@ -516,8 +517,11 @@ int main(int argc, char **argv)
          * behind the user's back (libdw honours DEBUGINFOD_URLS). */
         unsetenv("DEBUGINFOD_URLS");
         signal_fd = block_signals(config.command == COMMAND_TOP);
-        if (registry__init(&registry, &config) < 0 || signal_fd < 0) {
-                log_error("cannot initialise: %s", strerror(errno ? errno : ENOMEM));
+        int r = registry__init(&registry, &config);
+        if (r >= 0 && signal_fd < 0)
+                r = signal_fd;
+        if (r < 0) {
+                log_error_errno(r, "cannot initialise");
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }

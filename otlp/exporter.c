@@ -150,7 +150,7 @@ int exporter__reconfigure(struct exporter *exporter, const struct export_config 
         struct otlp_grpc *client = otlp_grpc__new(config, error, error_size), *unused;
 
         if (!client)
-                return -1;
+                return -EINVAL;
         pthread_mutex_lock(&exporter->pending_lock);
         unused = exporter->pending_client; /* a reload not taken yet: superseded */
         exporter->pending_client = client;

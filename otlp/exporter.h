@@ -33,8 +33,8 @@ void exporter__submit(struct exporter *exporter, struct export_entry *entry);
  * it between two requests.  Queued records are kept and go to the new
  * collector; a request already in flight finishes (or times out) against
  * the old one, and is retried against the new one if it failed.  The
- * queue's budget and on/off stay as started.  0, or -1 with `error` set
- * (the old connection then stays). */
+ * queue's budget and on/off stay as started.  0, or -EINVAL with `error`
+ * set (the old connection then stays). */
 int exporter__reconfigure(struct exporter *exporter, const struct export_config *config,
                           char *error, size_t error_size);
 /* Asks the thread to send what is queued within `deadline_ms`, then joins
