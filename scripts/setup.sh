@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 packages=(
   # build
   meson ninja-build pkg-config gcc g++ clang-format
-  libunwind-dev libdw-dev libelf-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
+  libdw-dev libelf-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev
   libgrpc-dev
   # tests: reference tools and process helpers
   python3 python3-pip python3-pytest gdb strace util-linux procps
