@@ -55,7 +55,8 @@ int main(int argc, char **argv)
         }
         depth = argc > 3 ? atoi(argv[3]) : 30;
         fd = open(argv[1], O_RDWR);
-        if (fd < 0 || (counter = mmap(NULL, 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        if (fd < 0 ||
+            (counter = mmap(NULL, 64, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
                 perror(argv[1]);
                 return 1;
         }
