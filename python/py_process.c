@@ -59,7 +59,6 @@
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
 #include "python/py_thread_names.h"
-#include "pprof/sample_recorder.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -473,7 +472,7 @@ static const char *python_name(struct py_process *py, const struct py_thread *t,
 }
 
 void py_process__label(struct py_process *py, const struct capture *capture,
-                       struct sample_record *record)
+                       struct py_labels *labels)
 {
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
         const struct merged_stack *merged = capture->interp.result;
@@ -481,8 +480,8 @@ void py_process__label(struct py_process *py, const struct capture *capture,
 
         if (!t)
                 return;
-        record->gil = merged ? merged->gil : NULL;
+        labels->gil = merged ? merged->gil : NULL;
         name = python_name(py, t, capture->tid);
         if (name && *name)
-                record->python_thread_name = name;
+                labels->thread_name = name;
 }
