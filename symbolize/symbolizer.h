@@ -93,8 +93,9 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
 
 /* The ELF function symbol holding `address`, as [*start, *end) in the
  * process's addresses, when it has a size and lies inside the mapping that
- * holds `address`.  Looked up in the file's symbol table shared by every
- * process (shared_elf.c), so asking costs no per-process debuginfo.  *name,
+ * holds `address`.  Looked up only in the file's symbol table shared by
+ * every process (shared_elf.c), so asking costs no per-process symbol table
+ * or debuginfo; false when that table cannot be made.  *name,
  * if asked for, stays valid while the process maps the file.  Returns false
  * when no such symbol is known. */
 bool address_space__function_range(struct address_space *space, uint64_t address, uint64_t *start,
