@@ -170,7 +170,8 @@ int sampler__prepare_target(struct registry *registry, struct target *target)
         if (registry->builder)
                 sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
                                                   proc_process__start_code(target->pid));
-        profiled->python = py_process__new(target->pid, &registry->py_scratch);
+        profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
+                                           &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
         profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();

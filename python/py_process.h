@@ -12,6 +12,7 @@
 
 struct py_process;
 struct py_walk_scratch;
+struct py_binaries;
 struct address_space;
 
 /* The Python labels of one sample (py_process__label); NULL = none. */
@@ -22,9 +23,13 @@ struct py_labels {
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
  * line) or runs a version or build we cannot read (one warning line); the
- * target then gets native-only stacks.  `scratch` (py_frame.h) is borrowed
- * and may be shared by every process: walks never overlap. */
-struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch);
+ * target then gets native-only stacks.  `space` (the process's, may be
+ * NULL) names its files, and `binaries` (may be NULL) holds the binaries
+ * already read for other processes: one of the same file is not read
+ * again.  Both must outlive the py_process.  `scratch` (py_frame.h) is
+ * borrowed and may be shared by every process: walks never overlap. */
+struct py_process *py_process__new(pid_t pid, struct address_space *space,
+                                   struct py_binaries *binaries, struct py_walk_scratch *scratch);
 void py_process__free(struct py_process *py);
 
 /* Inside the stop window (no allocation, no file I/O): copies the thread
@@ -61,3 +66,7 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
  * strings live as long as the py_process. */
 void py_process__label(struct py_process *py, const struct capture *capture,
                        struct py_labels *labels);
+
+/* The binary this process runs (shared with other processes of the same
+ * file; tests compare them). */
+const struct py_binary *py_process__binary(const struct py_process *py);
