@@ -5,8 +5,11 @@
  * versions; it calls four functions at four points of a tick.
  *
  * How:
- *   new      py_runtime finds _PyRuntime and the layout.  Not Python, or
- *            an unsupported version: NULL, and the target stays native.
+ *   new      py_runtime finds _PyRuntime in this process, with the
+ *            interpreter binary's version and layout (py_binary, read once
+ *            per file and shared by every process running it).  Not
+ *            Python, or an unsupported version: NULL, and the target
+ *            stays native.
  *   prepare  (after the resume) refreshes the thread map when a sampled
  *            thread was unmapped (at most every PY_THREADS_RETRY_NS) or
  *            every PY_THREADS_REFRESH_NS, and grows the capture buffers of
@@ -41,7 +44,8 @@
  * and dropped when the address space changes; the class found for one
  * address is also kept for the whole ELF symbol around it (remember_range),
  * so a busy thread's ever-changing leaf addresses need no symbol lookup
- * each.
+ * each.  The interpreter loop's own ranges come with the binary, so its
+ * frames need no lookup at all.
  *
  * Names are the fallback.  On 3.11+ the merge finds the interpreter-loop
  * frames by stack address instead (each boundary's anchor against each
