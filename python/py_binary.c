@@ -56,7 +56,6 @@ struct elf_symbols {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(Elf *, elf_end, elf_endp);
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct py_binary *, py_binary__unref, py_binary__unrefp);
 
 static bool py_binary__eq(const struct hash_node *node, const void *key)
 {

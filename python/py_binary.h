@@ -16,6 +16,7 @@
 
 #include "python/py_offsets.h"
 #include "symbolize/proc_maps.h"
+#include "util/cleanup.h"
 #include "util/hashtab.h"
 
 /* Symbols of the interpreter loop (_PyEval_EvalFrameDefault and split
@@ -80,6 +81,7 @@ enum py_discovery py_binary__read(struct py_binaries *binaries, const char *key,
 /* Drops one user; the last frees the binary and takes it out of its
  * registry.  NULL is fine. */
 void py_binary__unref(struct py_binary *binary);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct py_binary *, py_binary__unref, py_binary__unrefp);
 
 /* Whether `address` in `pid` holds a _PyRuntime of this layout: its first
  * interpreter's first thread state points back at that interpreter. */

@@ -28,8 +28,6 @@
 
 #define MAX_CANDIDATES 8
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct py_binary *, py_binary__unref, py_binary__unrefp);
-
 static void proc_maps_clearp(struct proc_maps *maps)
 {
         proc_maps__clear(maps);
