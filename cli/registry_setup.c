@@ -42,6 +42,7 @@ int registry__init(struct registry *registry, const struct profd_config *config)
         registry->stop_fd = eventfd(0, EFD_CLOEXEC);
         registry->done_fd = eventfd(0, EFD_CLOEXEC);
         registry->symbolizer = symbolizer__new();
+        py_binaries__init(&registry->py_binaries);
         /* Only a run that writes --output builds a profile: dump and top
          * read stacks through their sink, and a run that only exports (the
          * daemon as the unit runs it) would otherwise keep every sample it
@@ -66,6 +67,7 @@ void registry__release(struct registry *registry)
         profile_builder__free(registry->builder);
         symbolizer__free(registry->symbolizer);
         py_walk_scratch__release(&registry->py_scratch);
+        py_binaries__clear(&registry->py_binaries);
         exporter__free(registry->exporter);
         watch__free(registry->watch);
         mailbox__release(&registry->status);

@@ -38,6 +38,7 @@ static void prepare_export(struct registry *registry, struct target *target,
 int profiled_target__prepare(struct registry *registry, struct target *target)
 {
         struct profiled_target *profiled = calloc(1, sizeof(*profiled));
+        uint64_t start_ns = monotonic_ns(), python_ns;
 
         if (!profiled)
                 return -ENOMEM;
@@ -51,10 +52,18 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
         if (registry->builder)
                 sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
                                                   proc_process__start_code(target->pid));
-        profiled->python = py_process__new(target->pid, &registry->py_scratch);
+        python_ns = monotonic_ns();
+        profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
+                                           &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
         profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
+        /* What a new target costs the tracer thread (bench/RESULTS.md). */
+        log_debug("PID %d: set up in %llu us (symbols and unwinder %llu us, Python %llu us)",
+                  (int)target->pid,
+                  (unsigned long long)(profiled->last_refresh_ns - start_ns) / 1000,
+                  (unsigned long long)(python_ns - start_ns) / 1000,
+                  (unsigned long long)(profiled->last_refresh_ns - python_ns) / 1000);
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,

@@ -17,6 +17,7 @@
 #include "engine/sample_sink.h"
 #include "util/mailbox.h"
 #include "pprof/sample_recorder.h"
+#include "python/py_binary.h"
 #include "python/py_frame.h"
 
 struct symbolizer;
@@ -65,6 +66,7 @@ struct registry {
         struct watch *watch; /* NULL unless --watch */
         struct symbolizer *symbolizer;
         struct py_walk_scratch py_scratch; /* every Python walk's scratch */
+        struct py_binaries py_binaries;    /* CPython binaries read, by file */
         struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */
         struct sample_recorder recorder;
         struct run_stats stats;

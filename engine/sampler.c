@@ -461,8 +461,12 @@ static void record_thread(struct registry *registry, struct target *target, stru
 
         if (merged && merged->has_thread_ident)
                 record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
-        if (profiled->python) /* thread.gil, and threading's thread.name */
-                py_process__label(profiled->python, &thread->capture, &record);
+        if (profiled->python) { /* thread.gil, and threading's thread.name */
+                struct py_labels labels = {0};
+                py_process__label(profiled->python, &thread->capture, &labels);
+                record.gil = labels.gil;
+                record.python_thread_name = labels.thread_name;
+        }
         struct context_span span;
         if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {
                 record.trace_id = span.trace_id;

@@ -131,7 +131,7 @@ static void push_boundary(struct py_walk *walk, uint64_t anchor)
 
 static void push_frame(struct py_walk *walk, struct py_code *code, int64_t position)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
 
         walk->items[walk->n_items++] = (struct py_item){
             .function = code ? code->name : PY_UNKNOWN_FUNCTION,
@@ -143,7 +143,7 @@ static void push_frame(struct py_walk *walk, struct py_code *code, int64_t posit
 
 uint64_t py_frame__top(const struct py_walk *walk, uint64_t tstate)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
         const uint8_t *copy = capture__interp_at(walk->capture, tstate, o->tstate_size);
         uint64_t cframe, frame;
 
@@ -167,7 +167,7 @@ uint64_t py_frame__top(const struct py_walk *walk, uint64_t tstate)
 /* 3.9/3.10: a PyFrameObject. */
 static void walk_object_frame(struct py_walk *walk, const uint8_t *frame)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
         int32_t lasti;
         struct py_code *code =
             py_code__get(walk->codes, u64_at(frame, o->frame_code), walk->now_ns);
@@ -180,7 +180,7 @@ static void walk_object_frame(struct py_walk *walk, const uint8_t *frame)
 /* 3.11+: an _PyInterpreterFrame, at `address`. */
 static void walk_interpreter_frame(struct py_walk *walk, const uint8_t *frame, uint64_t address)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
         uint64_t executable = u64_at(frame, o->frame_code);
         uint8_t owner = frame[o->frame_owner];
         bool entry = o->frame_is_entry && frame[o->frame_is_entry];
@@ -219,7 +219,7 @@ static bool read_word(struct py_walk *walk, uint64_t address, uint64_t *value)
  * stay 0 and the merge goes by name. */
 static void add_cframe_anchors(struct py_walk *walk, uint64_t tstate)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
         const uint8_t *copy = capture__interp_at(walk->capture, tstate, o->tstate_size);
         uint64_t root = tstate + o->tstate_root_cframe, cframe;
         size_t i;
@@ -244,7 +244,7 @@ static void add_cframe_anchors(struct py_walk *walk, uint64_t tstate)
 
 static void walk_frames(struct py_walk *walk, uint64_t address)
 {
-        const struct py_offsets *o = &walk->runtime->offsets;
+        const struct py_offsets *o = walk->runtime->offsets;
         uint8_t frame[FRAME_READ_MAX];
         size_t frame_size = o->frame_size < sizeof(frame) ? o->frame_size : sizeof(frame);
 
@@ -279,7 +279,7 @@ void py_frame__walk(struct py_walk *walk, uint64_t tstate)
         for (size_t i = 0; i < walk->n_seen_used; i++)
                 walk->seen[walk->seen_used[i]] = 0;
         walk->n_seen_used = 0;
-        if (walk->runtime->offsets.frame_is_entry)
+        if (walk->runtime->offsets->frame_is_entry)
                 add_cframe_anchors(walk, tstate);
 }
 

@@ -43,7 +43,7 @@ size_t py_gil__region_len(const struct py_offsets *o)
 
 static uint64_t gil_base(pid_t pid, const struct py_runtime *runtime, uint64_t interp)
 {
-        const struct py_offsets *o = &runtime->offsets;
+        const struct py_offsets *o = runtime->offsets;
         uint64_t gil = 0;
 
         switch (o->gil_model) {
@@ -67,10 +67,10 @@ uint64_t py_gil__region(pid_t pid, const struct py_runtime *runtime, uint64_t in
 {
         uint64_t base;
 
-        if (py_gil__region_len(&runtime->offsets) == 0 || interp < 4096)
+        if (py_gil__region_len(runtime->offsets) == 0 || interp < 4096)
                 return 0;
         base = gil_base(pid, runtime, interp);
-        return base ? base + region_start(&runtime->offsets) : 0;
+        return base ? base + region_start(runtime->offsets) : 0;
 }
 
 enum py_gil_state py_gil__holder_is(const struct py_offsets *o, const uint8_t *region, size_t len,

@@ -5,8 +5,11 @@
  * versions; it calls four functions at four points of a tick.
  *
  * How:
- *   new      py_runtime finds _PyRuntime and the layout.  Not Python, or
- *            an unsupported version: NULL, and the target stays native.
+ *   new      py_runtime finds _PyRuntime in this process, with the
+ *            interpreter binary's version and layout (py_binary, read once
+ *            per file and shared by every process running it).  Not
+ *            Python, or an unsupported version: NULL, and the target
+ *            stays native.
  *   prepare  (after the resume) refreshes the thread map when a sampled
  *            thread was unmapped (at most every PY_THREADS_RETRY_NS) or
  *            every PY_THREADS_REFRESH_NS, and grows the capture buffers of
@@ -41,7 +44,8 @@
  * and dropped when the address space changes; the class found for one
  * address is also kept for the whole ELF symbol around it (remember_range),
  * so a busy thread's ever-changing leaf addresses need no symbol lookup
- * each.
+ * each.  The interpreter loop's own ranges come with the binary, so its
+ * frames need no lookup at all.
  *
  * Names are the fallback.  On 3.11+ the merge finds the interpreter-loop
  * frames by stack address instead (each boundary's anchor against each
@@ -59,7 +63,6 @@
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
 #include "python/py_thread_names.h"
-#include "pprof/sample_recorder.h"
 #include "symbolize/symbolizer.h"
 #include "util/array.h"
 #include "util/cleanup.h"
@@ -111,26 +114,15 @@ struct py_process {
         size_t next_range;
 };
 
-static void log_found(pid_t pid, const struct py_runtime *rt)
-{
-        if (rt->version_hex)
-                log_info("PID %d: CPython %u.%u.%u, runtime at 0x%llx in %s", (int)pid,
-                         (rt->version_hex >> 24) & 0xff, (rt->version_hex >> 16) & 0xff,
-                         (rt->version_hex >> 8) & 0xff, (unsigned long long)rt->runtime_address,
-                         rt->path);
-        else
-                log_info("PID %d: CPython 3.%u, runtime at 0x%llx in %s", (int)pid, rt->minor,
-                         (unsigned long long)rt->runtime_address, rt->path);
-}
-
-struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch)
+struct py_process *py_process__new(pid_t pid, struct address_space *space,
+                                   struct py_binaries *binaries, struct py_walk_scratch *scratch)
 {
         struct py_process *py = calloc(1, sizeof(*py));
         char why[256];
 
         if (!py)
                 return NULL;
-        switch (py_runtime__discover(pid, &py->runtime, why, sizeof(why))) {
+        switch (py_runtime__discover(pid, space, binaries, &py->runtime, why, sizeof(why))) {
         case PY_DISCOVERY_FOUND:
                 break;
         case PY_DISCOVERY_NOT_PYTHON:
@@ -146,11 +138,15 @@ struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch)
         py->pid = pid;
         py->scratch = scratch;
         string_pool__init(&py->strings, PY_STRING_SEED ^ (uint64_t)pid);
-        py_code_cache__init(&py->codes, pid, &py->runtime.offsets, py->runtime.code_type,
+        py_code_cache__init(&py->codes, pid, py->runtime.offsets, py->runtime.code_type,
                             &py->strings);
         py->unmapped_seen = true;
-        log_found(pid, &py->runtime);
         return py;
+}
+
+const struct py_binary *py_process__binary(const struct py_process *py)
+{
+        return py->runtime.binary;
 }
 
 void py_process__free(struct py_process *py)
@@ -161,6 +157,7 @@ void py_process__free(struct py_process *py)
         string_pool__clear(&py->strings);
         py_threads__clear(&py->threads);
         py_thread_names__clear(&py->names);
+        py_runtime__clear(&py->runtime);
         free(py->classes);
         free(py);
 }
@@ -203,8 +200,8 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
         const struct py_thread *t = py_threads__find(&py->threads, thread->tid, 0);
-        if (t || !py->runtime.offsets.tstate_native_thread_id)
-                capture__reserve_interp(&thread->capture, capture_bytes(&py->runtime.offsets, t));
+        if (t || !py->runtime.offsets->tstate_native_thread_id)
+                capture__reserve_interp(&thread->capture, capture_bytes(py->runtime.offsets, t));
 }
 
 /* 3.11+: the chunk's used part, [chunk, tstate->datastack_top), from the
@@ -227,7 +224,7 @@ static size_t chunk_used(const struct py_offsets *o, const struct py_thread *t,
 
 bool py_process__capture(struct py_process *py, struct capture *capture, bool registers_read)
 {
-        const struct py_offsets *o = &py->runtime.offsets;
+        const struct py_offsets *o = py->runtime.offsets;
         bool stopped = capture->kind == CAPTURE_STOPPED;
         uint64_t fs_base = stopped && registers_read ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
@@ -317,32 +314,58 @@ static bool class_of_range(const struct py_process *py, uint64_t pc, uint64_t ge
         return false;
 }
 
+/* Whether pc lies in the file that holds _PyRuntime. */
+static bool in_interpreter(const struct py_process *py, uint64_t pc)
+{
+        return pc >= py->runtime.start && pc < py->runtime.limit;
+}
+
 static enum native_class class_by_name(const struct py_process *py, const char *function,
-                                       const struct mapped_file *mapping)
+                                       uint64_t pc)
 {
         if (stack_merge__is_eval_function(function))
                 return NATIVE_EVAL;
-        if (mapping && strcmp(mapping->path, py->runtime.path) == 0)
-                return NATIVE_INTERNAL;
-        return NATIVE_OTHER;
+        return in_interpreter(py, pc) ? NATIVE_INTERNAL : NATIVE_OTHER;
+}
+
+/* The interpreter loop's own symbols were read with its binary, once for
+ * every process: no lookup at all. */
+static bool eval_range(const struct py_process *py, uint64_t pc, uint64_t *start, uint64_t *end)
+{
+        const struct py_binary *b = py->runtime.binary;
+        uint64_t rel = pc - py->runtime.bias;
+
+        if (!in_interpreter(py, pc))
+                return false;
+        for (size_t i = 0; i < b->n_eval; i++) {
+                if (rel >= b->eval[i].start && rel < b->eval[i].end) {
+                        *start = b->eval[i].start + py->runtime.bias;
+                        *end = b->eval[i].end + py->runtime.bias;
+                        return true;
+                }
+        }
+        return false;
 }
 
 static enum native_class classify_uncached(struct py_process *py, struct address_space *space,
                                            uint64_t pc, uint64_t generation)
 {
-        const struct mapped_file *mapping = address_space__mapping_at(space, pc);
         struct symbolized_pc sym;
         uint64_t start, end;
         const char *name;
         enum native_class cls;
 
+        if (eval_range(py, pc, &start, &end)) {
+                remember_range(py, start, end, NATIVE_EVAL, generation);
+                return NATIVE_EVAL;
+        }
         if (address_space__function_range(space, pc, &start, &end, &name)) {
-                cls = class_by_name(py, name, mapping);
+                cls = class_by_name(py, name, pc);
                 remember_range(py, start, end, cls, generation);
                 return cls;
         }
         address_space__symbolize(space, pc, &sym);
-        return class_by_name(py, sym.lines[sym.n_lines - 1].function, mapping);
+        return class_by_name(py, sym.lines[sym.n_lines - 1].function, pc);
 }
 
 static enum native_class classify(struct py_process *py, struct address_space *space, uint64_t pc)
@@ -374,7 +397,7 @@ static struct merged_stack *result_for(struct capture *capture, size_t capacity)
 /* After a chunk switch, cache the new chunk for the next sample. */
 static void follow_chunk(struct py_process *py, struct py_thread *t, const struct capture *capture)
 {
-        const struct py_offsets *o = &py->runtime.offsets;
+        const struct py_offsets *o = py->runtime.offsets;
         const uint8_t *tstate = capture__interp_at(capture, t->tstate, o->tstate_size);
         uint64_t chunk;
 
@@ -388,7 +411,7 @@ static void follow_chunk(struct py_process *py, struct py_thread *t, const struc
 static const char *gil_label(const struct py_process *py, const struct py_thread *t,
                              const struct capture *capture)
 {
-        const struct py_offsets *o = &py->runtime.offsets;
+        const struct py_offsets *o = py->runtime.offsets;
         size_t len = py_gil__region_len(o);
         const uint8_t *region = t->gil ? capture__interp_at(capture, t->gil, len) : NULL;
 
@@ -469,7 +492,7 @@ static const char *python_name(struct py_process *py, const struct py_thread *t,
 }
 
 void py_process__label(struct py_process *py, const struct capture *capture,
-                       struct sample_record *record)
+                       struct py_labels *labels)
 {
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
         const struct merged_stack *merged = capture->interp.result;
@@ -477,8 +500,8 @@ void py_process__label(struct py_process *py, const struct capture *capture,
 
         if (!t)
                 return;
-        record->gil = merged ? merged->gil : NULL;
+        labels->gil = merged ? merged->gil : NULL;
         name = python_name(py, t, capture->tid);
         if (name && *name)
-                record->python_thread_name = name;
+                labels->thread_name = name;
 }

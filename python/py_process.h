@@ -12,14 +12,24 @@
 
 struct py_process;
 struct py_walk_scratch;
+struct py_binaries;
 struct address_space;
-struct sample_record;
+
+/* The Python labels of one sample (py_process__label); NULL = none. */
+struct py_labels {
+        const char *gil;         /* thread.gil: "true" or "false" */
+        const char *thread_name; /* threading.Thread.name */
+};
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
  * line) or runs a version or build we cannot read (one warning line); the
- * target then gets native-only stacks.  `scratch` (py_frame.h) is borrowed
- * and may be shared by every process: walks never overlap. */
-struct py_process *py_process__new(pid_t pid, struct py_walk_scratch *scratch);
+ * target then gets native-only stacks.  `space` (the process's, may be
+ * NULL) names its files, and `binaries` (may be NULL) holds the binaries
+ * already read for other processes: one of the same file is not read
+ * again.  Both must outlive the py_process.  `scratch` (py_frame.h) is
+ * borrowed and may be shared by every process: walks never overlap. */
+struct py_process *py_process__new(pid_t pid, struct address_space *space,
+                                   struct py_binaries *binaries, struct py_walk_scratch *scratch);
 void py_process__free(struct py_process *py);
 
 /* Inside the stop window (no allocation, no file I/O): copies the thread
@@ -49,9 +59,14 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
                                              enum native_mode mode, bool *failed);
 
 /* After the merge, before recording: the Python labels of this thread's
- * sample.  Sets record->gil ("true"/"false") for a Python thread whose GIL
- * bytes were copied, and record->python_thread_name to threading.Thread.name
- * when known (the name table is re-read here at most every second when a
- * thread is missing from it, and every 10 s).  Leaves both alone otherwise. */
+ * sample.  Sets labels->gil ("true"/"false") for a Python thread whose GIL
+ * bytes were copied, and labels->thread_name to threading.Thread.name when
+ * known (the name table is re-read here at most every second when a thread
+ * is missing from it, and every 10 s).  Leaves both alone otherwise.  The
+ * strings live as long as the py_process. */
 void py_process__label(struct py_process *py, const struct capture *capture,
-                       struct sample_record *record);
+                       struct py_labels *labels);
+
+/* The binary this process runs (shared with other processes of the same
+ * file; tests compare them). */
+const struct py_binary *py_process__binary(const struct py_process *py);

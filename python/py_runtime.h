@@ -1,4 +1,5 @@
-/* py_runtime.h — finding CPython inside a target process. */
+/* py_runtime.h — CPython inside one target process: which binary, and
+ * where its _PyRuntime is in this process. */
 #pragma once
 
 #include <stdbool.h>
@@ -6,35 +7,32 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "python/py_binary.h"
 #include "python/py_offsets.h"
 
-#define PY_RUNTIME_PATH_MAX 4096
+struct address_space;
 
+/* Per process; the per-binary part is shared (py_binary.h). */
 struct py_runtime {
-        uint64_t runtime_address; /* &_PyRuntime in the target */
-        uint32_t version_hex;     /* PY_VERSION_HEX, 0 when only the minor is known */
-        unsigned int minor;
-        struct py_offsets offsets;
-        char path[PY_RUNTIME_PATH_MAX]; /* the interpreter's file, as in /proc/PID/maps */
-        uint64_t code_type;             /* &PyCode_Type, 0 when unknown */
-        uint64_t none_object;           /* &_Py_NoneStruct, 0 when unknown */
+        struct py_binary *binary;         /* one user held; version and layout */
+        const struct py_offsets *offsets; /* &binary->offsets */
+        uint64_t bias;                    /* the interpreter file's load bias here */
+        uint64_t runtime_address;         /* &_PyRuntime in the target */
+        uint64_t code_type;               /* &PyCode_Type, 0 when unknown */
+        uint64_t none_object;             /* &_Py_NoneStruct, 0 when unknown */
+        uint64_t start, limit;            /* the interpreter file's mappings */
 };
 
-enum py_discovery {
-        PY_DISCOVERY_FOUND,
-        PY_DISCOVERY_NOT_PYTHON,  /* no CPython runtime in the process */
-        PY_DISCOVERY_UNSUPPORTED, /* CPython, but a version or build we cannot read */
-};
-
-/* Looks for CPython in `pid` (the executable or a libpython3.X.so, files
- * opened through /proc/PID/map_files or /proc/PID/root).  Never runs the
- * target's binary.  On failure `why` holds one line. */
-enum py_discovery py_runtime__discover(pid_t pid, struct py_runtime *out, char *why,
-                                       size_t why_size);
+/* Looks for CPython in `pid` (the executable or a libpython3.X.so).  Never
+ * runs the target's binary.  A binary already in `binaries` under the file
+ * key `space` gives for it is not read again; a new one is added there.
+ * `space` and `binaries` may be NULL: the binary is then read and kept
+ * private.  On failure `why` holds one line; on success release `out`
+ * with py_runtime__clear(). */
+enum py_discovery py_runtime__discover(pid_t pid, struct address_space *space,
+                                       struct py_binaries *binaries, struct py_runtime *out,
+                                       char *why, size_t why_size);
+void py_runtime__clear(struct py_runtime *runtime);
 
 /* Reads the first interpreter's address; 0 when unreadable. */
 uint64_t py_runtime__first_interpreter(pid_t pid, const struct py_runtime *runtime);
-
-/* Parses the minor version out of a file name such as "python3.11",
- * "libpython3.9.so.1.0" or "libpython3.12d.so"; 0 when none. */
-unsigned int py_runtime__minor_from_name(const char *path);

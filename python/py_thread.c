@@ -101,7 +101,7 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
                        const struct py_runtime *runtime, uint64_t interp, const pid_t *tids,
                        size_t n_tids, uint64_t *next)
 {
-        const struct py_offsets *o = &runtime->offsets;
+        const struct py_offsets *o = runtime->offsets;
         uint8_t tstate[4096];
         uint64_t address = 0, gil;
 

@@ -75,7 +75,7 @@ static bool collect_thread(void *arg, uint64_t key, uint64_t thread)
 /* sys.modules["threading"]._active, or 0. */
 static uint64_t find_active(pid_t pid, const struct py_runtime *runtime)
 {
-        const struct py_offsets *o = &runtime->offsets;
+        const struct py_offsets *o = runtime->offsets;
         uint64_t interp = py_runtime__first_interpreter(pid, runtime), modules = 0, dict = 0;
         uint64_t threading;
 
@@ -121,7 +121,7 @@ void py_thread_names__refresh(struct py_thread_names *names, pid_t pid,
                               const struct py_runtime *runtime, const struct py_threads *threads,
                               uint64_t now_ns)
 {
-        struct collect c = {.pid = pid, .o = &runtime->offsets, .threads = threads};
+        struct collect c = {.pid = pid, .o = runtime->offsets, .threads = threads};
 
         names->refreshed_ns = now_ns;
         c.v = calloc(PY_THREAD_NAMES_MAX, sizeof(*c.v));

@@ -325,3 +325,15 @@ const struct mapped_file *address_space__mapping_at(struct address_space *space,
 {
         return address_space__mapping_mut(space, address);
 }
+
+bool address_space__file_key(struct address_space *space, uint64_t address, const char **key,
+                             uint64_t *bias)
+{
+        const struct module *m = address_space__module_at(space, address);
+
+        if (!m || !m->dwfl_module || !m->file)
+                return false;
+        *key = m->file->key;
+        *bias = m->bias;
+        return true;
+}

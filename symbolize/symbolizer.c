@@ -111,12 +111,15 @@ bool address_space__function_range(struct address_space *space, uint64_t address
 
         if (!mapping || !m || !m->dwfl_module || !m->file)
                 return false;
+        /* Only the shared table (at load bias 0), never the process's own
+         * module: asking that would load a symbol table per process, the
+         * cost this function exists to avoid.  Without the shared one the
+         * caller falls back to address_space__symbolize(). */
         shared = shared_elf__symbols(m->file, space->pid, m->name);
-        /* The shared module is at load bias 0; the process's own only when
-         * the shared one cannot be made. */
-        lookup = shared ? address - m->bias : address;
-        found = dwfl_module_addrinfo(shared ? shared : m->dwfl_module, lookup, &offset, &sym, NULL,
-                                     NULL, NULL);
+        if (!shared)
+                return false;
+        lookup = address - m->bias;
+        found = dwfl_module_addrinfo(shared, lookup, &offset, &sym, NULL, NULL, NULL);
         if (!found || sym.st_size == 0 || offset >= sym.st_size || offset > address)
                 return false;
         *start = address - offset;

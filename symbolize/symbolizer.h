@@ -69,12 +69,23 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
 
 /* The ELF function symbol holding `address`, as [*start, *end) in the
  * process's addresses, when it has a size and lies inside the mapping that
- * holds `address`.  Looked up in the file's symbol table shared by every
- * process (shared_elf.c), so asking costs no per-process debuginfo.  *name,
+ * holds `address`.  Looked up only in the file's symbol table shared by
+ * every process (shared_elf.c), so asking costs no per-process symbol table
+ * or debuginfo; false when that table cannot be made.  *name,
  * if asked for, stays valid while the process maps the file.  Returns false
  * when no such symbol is known. */
 bool address_space__function_range(struct address_space *space, uint64_t address, uint64_t *start,
                                    uint64_t *end, const char **name);
+
+/* The identity of the ELF file loaded at `address` in this process, for
+ * callers that keep their own per-binary data: *key is the symbolizer's
+ * key of that file (its GNU build-id, else dev+inode+mtime+size;
+ * elf_file.c), the same string for every process that maps the same file
+ * and valid until symbolizer__free(); *bias is the file's load bias in
+ * this process.  Returns false when no module with a known file holds
+ * `address`. */
+bool address_space__file_key(struct address_space *space, uint64_t address, const char **key,
+                             uint64_t *bias);
 
 /* The mapping that holds `address`, or NULL. */
 const struct mapped_file *address_space__mapping_at(struct address_space *space, uint64_t address);
