@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, provisions the Debian
 # CPython interpreters the Python tests run (cached outside the repo),
-# builds a normal and an ASan+UBSan build, runs the meson unit tests of
+# checks the include direction and the format, builds a normal and an ASan+UBSan build, runs the meson unit tests of
 # both and the pytest integration suite against both binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/setup-pythons.sh
+
+# The layout's rule (includes point one way, no cycles) and the format.
+python3 scripts/check-includes.py
+scripts/check-format.sh
 
 meson setup build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   >/dev/null 2>&1 || meson setup --reconfigure build-asan >/dev/null
