@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, provisions the Debian
 # CPython interpreters the Python tests run (cached outside the repo),
-# checks the include direction and the format, builds a normal and an ASan+UBSan build, runs the meson unit tests of
+# checks the include direction and the format, builds a normal and an
+# ASan+UBSan build, runs the meson unit tests of
 # both and the pytest integration suite against both binaries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
