@@ -927,11 +927,19 @@ static enum cli_result apply_one(struct parse *parse, int opt, char **argv)
 static enum cli_result check_targets(struct parse *parse)
 {
         const struct profd_config *config = parse->config;
-        int ways = (config->n_pids > 0) + (config->name_pattern != NULL) +
-                   (config->command_argv != NULL) + config->watch;
+        const char *given[4];
+        int ways = 0;
 
+        if (config->watch)
+                given[ways++] = "--watch";
+        if (config->n_pids > 0)
+                given[ways++] = "--pid";
+        if (config->name_pattern)
+                given[ways++] = "--name";
+        if (config->command_argv)
+                given[ways++] = "-- COMMAND";
         if (ways > 1)
-                return fail(parse, "give one of --pid, --name, -- COMMAND or --watch");
+                return fail(parse, "%s and %s cannot be combined", given[0], given[1]);
         if (ways == 0)
                 return fail(parse,
                             "no target: give --pid PID, --name PATTERN or -- COMMAND (see --help)");

@@ -342,15 +342,10 @@ static void ui_loop(struct top_view *view, struct registry *registry, int signal
         }
 }
 
-static int top_view__start(struct top_view *view, struct registry *registry,
-                           struct launch *launch)
+static int top_view__start(struct top_view *view, struct registry *registry, struct launch *launch)
 {
-        int error = launch ? launch__exec_error(launch) : 0;
-
-        if (error) {
-                log_error("cannot run %s: %s", registry->config.command_argv[0], strerror(error));
+        if (launch && launch__exec_error(launch, registry->config.command_argv[0]))
                 return EXIT_USAGE;
-        }
         /* The tracer sent its first status before saying it had attached. */
         (void)mailbox__receive(&registry->status, &view->status);
         view->filter.include_idle = registry->config.include_idle;

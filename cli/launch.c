@@ -6,8 +6,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "util/log.h"
 
 /* Polling period while waiting for the command after the profile is
  * done (SIGCHLD is the tracer's, so it is not waited on here). */
@@ -72,18 +75,20 @@ int launch__start(struct launch *launch, char *const *argv)
         return 0;
 }
 
-int launch__exec_error(struct launch *launch)
+int launch__exec_error(struct launch *launch, const char *name)
 {
         int error = 0;
         ssize_t n;
 
         if (launch->error_fd < 0)
-                return 0;
+                return launch->exec_error;
         do
                 n = read(launch->error_fd, &error, sizeof(error));
         while (n < 0 && errno == EINTR);
         close_fd(&launch->error_fd);
         launch->exec_error = n == (ssize_t)sizeof(error) ? (error > 0 ? error : EIO) : 0;
+        if (launch->exec_error)
+                log_error("cannot run %s: %s", name, strerror(launch->exec_error));
         return launch->exec_error;
 }
 

@@ -15,19 +15,20 @@
 #include <sys/types.h>
 
 struct launch {
-        pid_t pid;    /* 0: nothing started */
-        int go_fd;    /* our end of `go`, -1 once handed on or closed */
-        int error_fd; /* our end of `error`, -1 once read */
+        pid_t pid;      /* 0: nothing started */
+        int go_fd;      /* our end of `go`, -1 once handed on or closed */
+        int error_fd;   /* our end of `error`, -1 once read */
         int exec_error; /* errno of a failed exec, once known; 0: none */
 };
 
 /* Forks the child for `argv` (NULL-terminated).  0 or -errno. */
 int launch__start(struct launch *launch, char *const *argv);
 
-/* Once the child was let go: waits for its exec.  0 when it runs the
- * command, else the exec's errno (also kept in exec_error; the child
- * then exits 127). */
-int launch__exec_error(struct launch *launch);
+/* Once the child was let go (never before: this waits for its exec): 0
+ * when it runs the command, else the exec's errno, after a one-line
+ * error naming `name`; the child then exits 127.  The first call reads
+ * it, later ones repeat it. */
+int launch__exec_error(struct launch *launch, const char *name);
 
 /* Passes a SIGINT/SIGTERM/SIGHUP sent to splunk-profd on to the command,
  * as a terminal would; one the terminal sent to our whole foreground

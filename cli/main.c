@@ -204,8 +204,8 @@ static bool is_job_control(uint32_t signo)
 }
 
 /* Returns true when the signal asks the run to suspend (job control). */
-static bool on_signal(struct registry *registry, struct daemon_state *daemon,
-                      struct launch *launch, const struct signalfd_siginfo *info)
+static bool on_signal(struct registry *registry, struct daemon_state *daemon, struct launch *launch,
+                      const struct signalfd_siginfo *info)
 {
         uint64_t one = 1;
 
@@ -235,17 +235,17 @@ static bool on_signal(struct registry *registry, struct daemon_state *daemon,
         return false;
 }
 
-/* -- COMMAND: once attached, the tracer has let the command go; a failed
- * exec ends the run (the child exits at once). */
-static void check_exec(struct registry *registry, struct launch *launch)
+/* -- COMMAND: once the tracer has let it go (go_fd closed), whether its
+ * exec failed; a failure ends the run (the child exits at once). */
+static bool exec_failed(struct registry *registry, struct launch *launch)
 {
         uint64_t one = 1;
-        int error = launch->error_fd >= 0 ? launch__exec_error(launch) : 0;
 
-        if (!error)
-                return;
-        log_error("cannot run %s: %s", registry->config.command_argv[0], strerror(error));
+        if (registry->command.go_fd >= 0 ||
+            !launch__exec_error(launch, registry->config.command_argv[0]))
+                return false;
         (void)!write(registry->stop_fd, &one, sizeof(one));
+        return true;
 }
 
 /* -- COMMAND, after the profile: the command's exit status (waiting for
@@ -259,10 +259,11 @@ static int command_result(struct registry *registry, struct launch *launch, int 
                 close(registry->command.go_fd);
                 registry->command.go_fd = -1;
         }
+        bool failed = exec_failed(registry, launch);
         launch__release(launch);
-        wait_status = registry->command.exited ? registry->command.status
-                                               : launch__wait(launch, signal_fd);
-        if (launch->exec_error)
+        wait_status =
+            registry->command.exited ? registry->command.status : launch__wait(launch, signal_fd);
+        if (failed)
                 return EXIT_USAGE;
         if (status != 0 || wait_status < 0)
                 return status ? status : EXIT_RUNTIME;
@@ -302,7 +303,7 @@ static bool wait_for_tracer(struct registry *registry, int signal_fd, struct pro
                         if (daemon && value == 1)
                                 (void)sd_notify__send("READY=1\nSTATUS=watching");
                         if (launch && value == 1)
-                                check_exec(registry, launch);
+                                (void)exec_failed(registry, launch);
                 }
                 if ((fds[0].revents & POLLIN) &&
                     read(signal_fd, &info, sizeof(info)) == sizeof(info))
@@ -384,12 +385,13 @@ static void print_summary(const struct registry *registry)
 }
 
 /* One profile builder, four renderings of it. */
-static int write_profile(struct profile_builder *builder, enum output_format format,
-                         const char *path)
+static int write_profile(struct profile_builder *builder, const struct profd_config *config)
 {
-        switch (format) {
+        const char *path = config->output;
+
+        switch (config->format) {
         case OUTPUT_COLLAPSED:
-                return collapsed__write(builder, path);
+                return collapsed__write(builder, path, config->threads);
         case OUTPUT_SPEEDSCOPE:
                 return speedscope__write(builder, path);
         case OUTPUT_SVG:
@@ -408,7 +410,7 @@ static int write_output(struct registry *registry)
                 return 0;
         profile_builder__set_duration(registry->builder,
                                       (int64_t)(registry->end_ns - registry->start_ns));
-        r = write_profile(registry->builder, registry->config.format, registry->config.output);
+        r = write_profile(registry->builder, &registry->config);
         if (r < 0) {
                 log_error("cannot write %s: %s", registry->config.output, strerror(-r));
                 return EXIT_RUNTIME;
@@ -474,7 +476,7 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
                 status = registry->attach_exit_code;
         } else if (dump) {
                 status = cmd_dump__print(dump, stdout);
-        } else if (launch && launch->exec_error) {
+        } else if (launch && exec_failed(registry, launch)) {
                 status = EXIT_USAGE; /* nothing ran: no profile */
         } else {
                 status = write_output(registry);
@@ -495,8 +497,7 @@ static int run_command(struct registry *registry, int signal_fd, struct daemon_s
                 if (!launch)
                         return status;
                 /* Quitting top ends the command it started. */
-                if (!registry->command.exited && registry->command.go_fd < 0 &&
-                    !launch->exec_error)
+                if (!registry->command.exited && registry->command.go_fd < 0 && !launch->exec_error)
                         (void)kill(launch->pid, SIGTERM);
                 return command_result(registry, launch, signal_fd, status);
         case COMMAND_DUMP:

@@ -52,8 +52,8 @@ struct profd_config {
          * the run; --all-matches takes every match instead of failing. */
         const char *name_pattern;
         bool all_matches;
-        bool subprocesses; /* --subprocesses: children are targets of their own */
-        bool threads;      /* --threads: collapsed stacks start with the thread */
+        bool subprocesses;           /* --subprocesses: children are targets of their own */
+        bool threads;                /* --threads: collapsed stacks start with the thread */
         const char *output;          /* NULL: no file */
         double duration_s;           /* 0: until SIGINT/SIGTERM */
         int64_t interval_ms;         /* sampling period */

@@ -19,6 +19,7 @@
 #include "util/cleanup.h"
 
 #define PF_KTHREAD 0x00200000u
+#define PROFD_NAME "splunk-profd"
 /* pid_max is at most 2^22: no walk needs more entries than that. */
 #define MAX_PROCESSES (1u << 22)
 
@@ -112,6 +113,8 @@ static int match_one(void *arg, const struct proc_entry *entry)
                 return 0; /* another splunk-profd, or a child not yet exec'd */
         base = strrchr(exe, '/');
         base = base ? base + 1 : exe;
+        if (strcmp(base, PROFD_NAME) == 0 || strcmp(entry->comm, PROFD_NAME) == 0)
+                return 0; /* an instance built elsewhere */
         if (fnmatch(walk->pattern, entry->comm, 0) != 0 &&
             (!*base || fnmatch(walk->pattern, base, 0) != 0))
                 return 0;
@@ -126,7 +129,8 @@ static int match_one(void *arg, const struct proc_entry *entry)
 
 static int compare_matches(const void *a, const void *b)
 {
-        pid_t x = ((const struct process_match *)a)->pid, y = ((const struct process_match *)b)->pid;
+        pid_t x = ((const struct process_match *)a)->pid,
+              y = ((const struct process_match *)b)->pid;
 
         return (x > y) - (x < y);
 }

@@ -13,7 +13,8 @@ struct process_match {
 
 /* Every process whose comm or executable's base name matches the
  * fnmatch(3) glob `pattern`, except kernel threads, zombies and any
- * splunk-profd (this one, or another instance: the same executable).  The
+ * splunk-profd (this one; another instance: the same executable, or one
+ * named splunk-profd).  The
  * first `max` matches, by pid, go into `out`; returns how many matched
  * (possibly more than `max`) or -errno. */
 int process_tree__match_name(const char *pattern, struct process_match *out, size_t max);
