@@ -98,6 +98,7 @@ static const char record_outro[] =
 
 static const char dump_intro[] =
     "Usage: splunk-profd dump --pid PID [--pid PID ...] [options]\n"
+    "       splunk-profd dump --name PATTERN [--all-matches] [options]\n"
     "\n"
     "Prints every thread's current stack once: merged Python and native frames\n"
     "with file:line, thread name, OS thread id, Python thread id, state\n"

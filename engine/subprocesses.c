@@ -41,7 +41,8 @@ static void attach_child(struct registry *registry, pid_t pid)
         struct target *target = NULL;
         char why[256];
 
-        if (is_target(registry, pid))
+        /* Forked after its parent was seized: the fork event adds it. */
+        if (is_target(registry, pid) || target_check__tracer_of(pid) == gettid())
                 return;
         if (target_check(pid, why, sizeof(why)) != TARGET_OK ||
             target__attach(pid, &options, &target, why, sizeof(why)) < 0) {
