@@ -234,6 +234,8 @@ void ptrace_events__handle(struct target_set *set, pid_t tid, int status,
         int sig, event;
 
         if (WIFEXITED(status) || WIFSIGNALED(status)) {
+                if (handlers->on_exit_status)
+                        handlers->on_exit_status(arg, tid, status);
                 handle_exit(set, tid, handlers, arg, counts);
                 return;
         }

@@ -31,6 +31,10 @@ struct ptrace_event_handlers {
          * (PTRACE_O_TRACEFORK): the caller adds it to the set, or not, in
          * which case it is detached at its first stop.  NULL: never. */
         void (*on_fork)(void *arg, struct target *parent, pid_t child);
+        /* Any exit waitpid reported, before it is handled: a target's
+         * thread, or a child of this process (traced or not), whose exit
+         * status nobody else can read once reaped here.  NULL: none. */
+        void (*on_exit_status)(void *arg, pid_t tid, int status);
 };
 
 struct ptrace_event_counts {

@@ -48,6 +48,7 @@
 
 static const char overview_text[] =
     "Usage: splunk-profd [record] --pid PID [options]   sample, write a profile\n"
+    "       splunk-profd record [options] -- COMMAND...  start COMMAND, profile it\n"
     "       splunk-profd dump --pid PID [--json]        every thread's stack, once\n"
     "       splunk-profd top --pid PID [--thread T]     live hottest functions\n"
     "       splunk-profd --watch [--allow R] [--deny R] daemon: every labelled process\n"
@@ -62,8 +63,11 @@ static const char overview_text[] =
 /* Each command's --help: `intro`, its options (generated), `outro`. */
 static const char record_intro[] =
     "Usage: splunk-profd [record] --pid PID [--pid PID ...] [options]\n"
+    "       splunk-profd [record] --name PATTERN [--all-matches] [options]\n"
+    "       splunk-profd [record] [options] -- COMMAND [ARGS...]\n"
     "\n"
-    "Samples the threads of running processes and writes a profile.\n"
+    "Samples the threads of running processes, or of COMMAND started under\n"
+    "the profiler from its first instruction, and writes a profile.\n"
     "\n";
 
 static const char record_outro[] =
@@ -77,6 +81,14 @@ static const char record_outro[] =
     "  splunk-profd record --pid 1234 -i 10 -d 30 -o cpu.txt      # flamegraph.pl input\n"
     "  splunk-profd record --pid 1234 -i 10 -d 30 -o cpu.json     # speedscope.app\n"
     "  splunk-profd --pid 1234 --endpoint http://localhost:4317\n"
+    "  splunk-profd record -i 10 -o flame.svg -- python3 app.py\n"
+    "  splunk-profd record --name 'gunicorn*' --all-matches -o cpu.txt --threads\n"
+    "\n"
+    "With -- COMMAND: stdin, stdout and stderr are COMMAND's; Ctrl-C reaches\n"
+    "it as usual (kill -INT/-TERM/-HUP of splunk-profd is passed on to it);\n"
+    "the profile is written when it exits or --duration ends, and\n"
+    "splunk-profd exits with COMMAND's status (128+N after signal N).  A\n"
+    "COMMAND that cannot be started is exit status 2.\n"
     "\n"
     "Export to Splunk is on with --endpoint, SPLUNK_PROFILER_LOGS_ENDPOINT or\n"
     "SPLUNK_PROFILER_ENABLED=true; off otherwise or with --no-export.\n"
@@ -86,6 +98,7 @@ static const char record_outro[] =
 
 static const char dump_intro[] =
     "Usage: splunk-profd dump --pid PID [--pid PID ...] [options]\n"
+    "       splunk-profd dump --name PATTERN [--all-matches] [options]\n"
     "\n"
     "Prints every thread's current stack once: merged Python and native frames\n"
     "with file:line, thread name, OS thread id, Python thread id, state\n"
@@ -105,6 +118,7 @@ static const char dump_outro[] =
 
 static const char top_intro[] =
     "Usage: splunk-profd top --pid PID [--pid PID ...] [options]\n"
+    "       splunk-profd top [options] -- COMMAND [ARGS...]\n"
     "\n"
     "A live view of the hottest functions (self % and total % of samples),\n"
     "refreshed every second.  Needs a terminal of at least 40x10.\n"
@@ -118,6 +132,10 @@ static const char top_outro[] = "\n"
                                 "Examples:\n"
                                 "  splunk-profd top --pid 1234\n"
                                 "  splunk-profd top --pid 1234 --thread worker-1 --idle\n"
+                                "  splunk-profd top --subprocesses -- python3 server.py\n"
+                                "\n"
+                                "With -- COMMAND: quitting top sends COMMAND SIGTERM;\n"
+                                "top ends when COMMAND exits, with its status.\n"
                                 "\n"
                                 "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
                                 "3 a target cannot be profiled.\n";
@@ -382,6 +400,32 @@ static enum cli_result on_idle(struct parse *parse, const char *arg)
         return CLI_RUN;
 }
 
+static enum cli_result on_name(struct parse *parse, const char *arg)
+{
+        if (!*arg)
+                return fail(parse, "--name: empty pattern");
+        parse->config->name_pattern = arg;
+        return CLI_RUN;
+}
+
+static enum cli_result on_all_matches(struct parse *parse, const char *arg)
+{
+        parse->config->all_matches = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_subprocesses(struct parse *parse, const char *arg)
+{
+        parse->config->subprocesses = true;
+        return CLI_RUN;
+}
+
+static enum cli_result on_threads(struct parse *parse, const char *arg)
+{
+        parse->config->threads = true;
+        return CLI_RUN;
+}
+
 static enum cli_result on_output(struct parse *parse, const char *arg)
 {
         if (!*arg)
@@ -585,6 +629,23 @@ static const struct cli_option options[] = {
      .command_help = {[COMMAND_RECORD] = "process to profile (repeatable)",
                       [COMMAND_DUMP] = "process to dump (repeatable)",
                       [COMMAND_TOP] = "process to watch (repeatable)"}},
+    {.name = "name",
+     .letter = 'n',
+     .value = "PATTERN",
+     .commands = FOR_ALL,
+     .apply = on_name,
+     .help = "the process whose name (comm) or executable's base name\n"
+             "matches the glob PATTERN; several matches are an error"},
+    {.name = "all-matches",
+     .commands = FOR_ALL,
+     .apply = on_all_matches,
+     .help = "with --name: every matching process"},
+    {.name = "subprocesses",
+     .letter = 's',
+     .commands = FOR_RECORD | FOR_TOP,
+     .apply = on_subprocesses,
+     .help = "also profile the target's child processes, those running\n"
+             "at the start and those forked later (own process.pid)"},
     {.name = "json",
      .letter = 'j',
      .commands = FOR_DUMP,
@@ -614,6 +675,11 @@ static const struct cli_option options[] = {
      .commands = FOR_RECORD,
      .apply = on_format,
      .help = "pprof, collapsed, speedscope or svg (overrides the extension)"},
+    {.name = "threads",
+     .commands = FOR_RECORD,
+     .apply = on_threads,
+     .help = "collapsed output: start each stack with its thread,\n"
+             "\"NAME (TID)\""},
     {.name = "duration",
      .letter = 'd',
      .value = "SEC",
@@ -828,6 +894,11 @@ static bool finish_command(const struct config_source *source, struct profd_conf
                         snprintf(error, error_size, "--format needs --output FILE");
                         return false;
                 }
+                if (config->threads && (!config->output || config->format != OUTPUT_COLLAPSED)) {
+                        snprintf(error, error_size,
+                                 "--threads needs collapsed output (--output FILE.txt)");
+                        return false;
+                }
                 /* The export variables, like the others, from the environment
                  * or (on reload) the --config file as it is now. */
                 return export_config__resolve_from(&config->export, config->interval_ms,
@@ -852,6 +923,37 @@ static enum cli_result apply_one(struct parse *parse, int opt, char **argv)
         return option->apply(parse, optarg);
 }
 
+/* Exactly one way to name the targets: --pid, --name, a COMMAND or
+ * --watch; and the options that only make sense with one of them. */
+static enum cli_result check_targets(struct parse *parse)
+{
+        const struct profd_config *config = parse->config;
+        const char *given[4];
+        int ways = 0;
+
+        if (config->watch)
+                given[ways++] = "--watch";
+        if (config->n_pids > 0)
+                given[ways++] = "--pid";
+        if (config->name_pattern)
+                given[ways++] = "--name";
+        if (config->command_argv)
+                given[ways++] = "-- COMMAND";
+        if (ways > 1)
+                return fail(parse, "%s and %s cannot be combined", given[0], given[1]);
+        if (ways == 0)
+                return fail(parse,
+                            "no target: give --pid PID, --name PATTERN or -- COMMAND (see --help)");
+        if (config->all_matches && !config->name_pattern)
+                return fail(parse, "--all-matches needs --name PATTERN");
+        if (config->subprocesses && config->watch)
+                return fail(parse, "--subprocesses: --watch follows children already");
+        if (config->command_argv && config->command == COMMAND_DUMP)
+                return fail(parse, "dump shows running processes: give --pid or --name, "
+                                   "not a COMMAND");
+        return CLI_RUN;
+}
+
 static enum cli_result parse_options(int argc, char **argv, struct parse *parse,
                                      const struct config_source *source)
 {
@@ -867,14 +969,28 @@ static enum cli_result parse_options(int argc, char **argv, struct parse *parse,
                         return result;
         if (optind < argc)
                 return fail(parse, "unexpected argument '%.64s' (see --help)", argv[optind]);
-        if (config->watch && config->n_pids > 0)
-                return fail(parse, "--watch and --pid cannot be combined");
-        if (config->n_pids == 0 && !config->watch)
-                return fail(parse, "no target: give --pid PID (see --help)");
+        if ((result = check_targets(parse)) != CLI_RUN)
+                return result;
         return finish_command(source, config, parse->interval_given, parse->error,
                               parse->error_size)
                    ? CLI_RUN
                    : CLI_USAGE_ERROR;
+}
+
+/* `... -- COMMAND [ARGS...]`: the options end at the first "--" and the
+ * rest is the command (config->command_argv; argv is NULL-terminated).
+ * Returns where the options end, or -1 for a "--" with nothing after. */
+static int command_start(int argc, char **argv, int first, struct profd_config *config)
+{
+        for (int i = first; i < argc; i++) {
+                if (strcmp(argv[i], "--") != 0)
+                        continue;
+                if (i + 1 >= argc)
+                        return -1;
+                config->command_argv = argv + i + 1;
+                return i;
+        }
+        return argc;
 }
 
 const char *cli__config_path(int argc, char **argv)
@@ -919,5 +1035,10 @@ enum cli_result cli__parse(int argc, char **argv, const struct config_source *so
          * parse stopped in.  argv[first - 1] stands in for the program name. */
         opterr = 0;
         optind = 0;
-        return parse_options(argc - (first - 1), argv + (first - 1), &parse, source);
+        int options_end = command_start(argc, argv, first, config);
+        if (options_end < 0) {
+                snprintf(error, error_size, "--: no COMMAND after it (see --help)");
+                return CLI_USAGE_ERROR;
+        }
+        return parse_options(options_end - (first - 1), argv + (first - 1), &parse, source);
 }

@@ -342,8 +342,10 @@ static void ui_loop(struct top_view *view, struct registry *registry, int signal
         }
 }
 
-static int top_view__start(struct top_view *view, struct registry *registry)
+static int top_view__start(struct top_view *view, struct registry *registry, struct launch *launch)
 {
+        if (launch && launch__exec_error(launch, registry->config.command_argv[0]))
+                return EXIT_USAGE;
         /* The tracer sent its first status before saying it had attached. */
         (void)mailbox__receive(&registry->status, &view->status);
         view->filter.include_idle = registry->config.include_idle;
@@ -363,7 +365,7 @@ static int top_view__start(struct top_view *view, struct registry *registry)
         return 0;
 }
 
-int cmd_top__run(struct registry *registry, int signal_fd)
+int cmd_top__run(struct registry *registry, int signal_fd, struct launch *launch)
 {
         struct top_view view = {.registry = registry};
         uint64_t one = 1;
@@ -384,7 +386,7 @@ int cmd_top__run(struct registry *registry, int signal_fd)
                 return EXIT_RUNTIME;
         }
         if (wait_attached(registry, signal_fd) == 1) {
-                status = top_view__start(&view, registry);
+                status = top_view__start(&view, registry, launch);
                 if (status == 0)
                         ui_loop(&view, registry, signal_fd);
         }

@@ -35,10 +35,12 @@
 #include "cli/cmd_top.h"
 #include "cli/cli.h"
 #include "cli/config_file.h"
+#include "cli/launch.h"
 #include "cli/progress.h"
 #include "cli/registry_setup.h"
 #include "engine/registry.h"
 #include "engine/run_status.h"
+#include "engine/process_tree.h"
 #include "engine/profiled_target.h"
 #include "engine/tracer.h"
 #include "engine/watch.h"
@@ -204,7 +206,7 @@ static bool is_job_control(uint32_t signo)
 }
 
 /* Returns true when the signal asks the run to suspend (job control). */
-static bool on_signal(struct registry *registry, struct daemon_state *daemon,
+static bool on_signal(struct registry *registry, struct daemon_state *daemon, struct launch *launch,
                       const struct signalfd_siginfo *info)
 {
         uint64_t one = 1;
@@ -215,6 +217,11 @@ static bool on_signal(struct registry *registry, struct daemon_state *daemon,
                 return true;
         }
 
+        if (launch) {
+                /* The run ends when the command does, not before. */
+                launch__forward_signal(launch, info);
+                return false;
+        }
         if (info->ssi_signo == SIGHUP) {
                 if (daemon) {
                         (void)sd_notify__send("RELOADING=1");
@@ -230,12 +237,47 @@ static bool on_signal(struct registry *registry, struct daemon_state *daemon,
         return false;
 }
 
+/* -- COMMAND: once the tracer has let it go (go_fd closed), whether its
+ * exec failed; a failure ends the run (the child exits at once). */
+static bool exec_failed(struct registry *registry, struct launch *launch)
+{
+        uint64_t one = 1;
+
+        if (registry->command.go_fd >= 0 ||
+            !launch__exec_error(launch, registry->config.command_argv[0]))
+                return false;
+        (void)!write(registry->stop_fd, &one, sizeof(one));
+        return true;
+}
+
+/* -- COMMAND, after the profile: the command's exit status (waiting for
+ * it when --duration ended first), or ours when we failed. */
+static int command_result(struct registry *registry, struct launch *launch, int signal_fd,
+                          int status)
+{
+        int wait_status;
+
+        if (registry->command.go_fd >= 0) { /* never let go: it exits, unrun */
+                close(registry->command.go_fd);
+                registry->command.go_fd = -1;
+        }
+        bool failed = exec_failed(registry, launch);
+        launch__release(launch);
+        wait_status =
+            registry->command.exited ? registry->command.status : launch__wait(launch, signal_fd);
+        if (failed)
+                return EXIT_USAGE;
+        if (status != 0 || wait_status < 0)
+                return status ? status : EXIT_RUNTIME;
+        return launch__exit_code(wait_status);
+}
+
 /* Waits until the tracer finishes, forwarding SIGINT/SIGTERM as a stop
  * request.  A second signal is not needed: the tracer stops within one
  * poll period.  In --watch mode (`daemon` set) it also tells systemd
  * READY=1 once the tracer runs, feeds the watchdog, and reloads on SIGHUP. */
 static bool wait_for_tracer(struct registry *registry, int signal_fd, struct progress *progress,
-                            struct daemon_state *daemon)
+                            struct daemon_state *daemon, struct launch *launch)
 {
         bool suspend = false;
         struct pollfd fds[2] = {
@@ -262,10 +304,12 @@ static bool wait_for_tracer(struct registry *registry, int signal_fd, struct pro
                                 return suspend;
                         if (daemon && value == 1)
                                 (void)sd_notify__send("READY=1\nSTATUS=watching");
+                        if (launch && value == 1)
+                                (void)exec_failed(registry, launch);
                 }
                 if ((fds[0].revents & POLLIN) &&
                     read(signal_fd, &info, sizeof(info)) == sizeof(info))
-                        suspend |= on_signal(registry, daemon, &info);
+                        suspend |= on_signal(registry, daemon, launch, &info);
         }
 }
 
@@ -343,12 +387,13 @@ static void print_summary(const struct registry *registry)
 }
 
 /* One profile builder, four renderings of it. */
-static int write_profile(struct profile_builder *builder, enum output_format format,
-                         const char *path)
+static int write_profile(struct profile_builder *builder, const struct profd_config *config)
 {
-        switch (format) {
+        const char *path = config->output;
+
+        switch (config->format) {
         case OUTPUT_COLLAPSED:
-                return collapsed__write(builder, path);
+                return collapsed__write(builder, path, config->threads);
         case OUTPUT_SPEEDSCOPE:
                 return speedscope__write(builder, path);
         case OUTPUT_SVG:
@@ -367,7 +412,7 @@ static int write_output(struct registry *registry)
                 return 0;
         profile_builder__set_duration(registry->builder,
                                       (int64_t)(registry->end_ns - registry->start_ns));
-        r = write_profile(registry->builder, registry->config.format, registry->config.output);
+        r = write_profile(registry->builder, &registry->config);
         if (r < 0) {
                 log_error("cannot write %s: %s", registry->config.output, strerror(-r));
                 return EXIT_RUNTIME;
@@ -401,7 +446,7 @@ static int start_exporter(struct registry *registry)
 /* record and dump: the tracer runs until the duration, the single dump
  * tick, the last target's exit or a signal; then the command finishes. */
 static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
-               struct daemon_state *daemon)
+               struct daemon_state *daemon, struct launch *launch)
 {
         struct progress progress;
         pthread_t tracer;
@@ -413,7 +458,7 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
                         log_error("cannot start the tracer thread");
                         return EXIT_RUNTIME;
                 }
-                bool suspend = wait_for_tracer(registry, signal_fd, &progress, daemon);
+                bool suspend = wait_for_tracer(registry, signal_fd, &progress, daemon, launch);
                 pthread_join(tracer, NULL);
                 if (!suspend || registry->attach_error)
                         break;
@@ -429,22 +474,33 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
                                registry->attach_error ? 0 : EXPORT_SHUTDOWN_DEADLINE_MS);
         if (registry->attach_error) {
                 log_error("%s", registry->attach_why);
-                return registry->attach_exit_code;
+                status = registry->attach_exit_code;
+        } else if (dump) {
+                status = cmd_dump__print(dump, stdout);
+        } else if (launch && exec_failed(registry, launch)) {
+                status = EXIT_USAGE; /* nothing ran: no profile */
+        } else {
+                status = write_output(registry);
+                print_summary(registry);
         }
-        if (dump)
-                return cmd_dump__print(dump, stdout);
-        status = write_output(registry);
-        print_summary(registry);
-        return status;
+        return launch ? command_result(registry, launch, signal_fd, status) : status;
 }
 
-static int run_command(struct registry *registry, int signal_fd, struct daemon_state *daemon)
+static int run_command(struct registry *registry, int signal_fd, struct daemon_state *daemon,
+                       struct launch *launch)
 {
         _cleanup_(cmd_dump__freep) struct cmd_dump *dump = NULL;
+        int status;
 
         switch (registry->config.command) {
         case COMMAND_TOP:
-                return cmd_top__run(registry, signal_fd);
+                status = cmd_top__run(registry, signal_fd, launch);
+                if (!launch)
+                        return status;
+                /* Quitting top ends the command it started. */
+                if (!registry->command.exited && registry->command.go_fd < 0 && !launch->exec_error)
+                        (void)kill(launch->pid, SIGTERM);
+                return command_result(registry, launch, signal_fd, status);
         case COMMAND_DUMP:
                 dump = cmd_dump__new(registry->config.json);
                 if (!dump) {
@@ -452,11 +508,11 @@ static int run_command(struct registry *registry, int signal_fd, struct daemon_s
                         return EXIT_RUNTIME;
                 }
                 registry->sink = cmd_dump__sink(dump);
-                return run(registry, signal_fd, dump, NULL);
+                return run(registry, signal_fd, dump, NULL, NULL);
         case COMMAND_RECORD:
                 break;
         }
-        return run(registry, signal_fd, NULL, registry->config.watch ? daemon : NULL);
+        return run(registry, signal_fd, NULL, registry->config.watch ? daemon : NULL, launch);
 }
 
 /* --config FILE: read and merged into the environment before any thread
@@ -472,6 +528,57 @@ static bool load_config_file(int argc, char **argv, struct config_file *file, ch
                 return false;
         config_file__merge_into_environment(file);
         return true;
+}
+
+/* --name: the matching processes become the --pid list.  0, or the exit
+ * status (2 ambiguous, 3 none) after a one-line error. */
+static int resolve_name(struct profd_config *config)
+{
+        _cleanup_free_ struct process_match *matches = calloc(CONFIG_MAX_PIDS, sizeof(*matches));
+        char list[256] = "";
+        int n;
+
+        if (!matches)
+                return EXIT_RUNTIME;
+        n = process_tree__match_name(config->name_pattern, matches, CONFIG_MAX_PIDS);
+        if (n < 0) {
+                log_error("--name: cannot list processes: %s", strerror(-n));
+                return EXIT_RUNTIME;
+        }
+        if (n == 0) {
+                log_error("--name %s: no process matches", config->name_pattern);
+                return EXIT_TARGET_ERROR;
+        }
+        if (n > CONFIG_MAX_PIDS || (n > 1 && !config->all_matches)) {
+                for (int i = 0, used = 0; i < n && i < CONFIG_MAX_PIDS && used < 200; i++)
+                        used += snprintf(list + used, sizeof(list) - (size_t)used, "%s%d (%s)",
+                                         i ? ", " : "", (int)matches[i].pid, matches[i].comm);
+                log_error("--name %s matches %d processes: %s%s; pick one with --pid, or give "
+                          "--all-matches",
+                          config->name_pattern, n, list, strlen(list) >= 200 ? ", ..." : "");
+                return EXIT_USAGE;
+        }
+        config->n_pids = (size_t)n;
+        for (int i = 0; i < n; i++)
+                config->pids[i] = matches[i].pid;
+        return 0;
+}
+
+/* -- COMMAND: forked now, before any other thread exists; it waits for
+ * the tracer to seize it (cli/launch.h).  0 or -1 after an error line. */
+static int start_command(struct registry *registry, struct launch *launch)
+{
+        int r = launch__start(launch, registry->config.command_argv);
+
+        if (r < 0) {
+                log_error("cannot start %s: %s", registry->config.command_argv[0], strerror(-r));
+                return -1;
+        }
+        registry->config.pids[0] = registry->command.pid = launch->pid;
+        registry->config.n_pids = 1;
+        registry->command.go_fd = launch->go_fd;
+        launch->go_fd = -1; /* the tracer's now */
+        return 0;
 }
 
 static enum log_level log_level_for(const struct profd_config *config)
@@ -490,6 +597,7 @@ int main(int argc, char **argv)
         struct registry registry;
         struct daemon_state daemon = {.argc = argc, .argv = argv, .startup_file = &startup_file};
         struct config_source source = {0};
+        struct launch launch = {.go_fd = -1, .error_fd = -1};
         char error[512];
         _cleanup_close_ int signal_fd = -1;
         int status;
@@ -508,6 +616,8 @@ int main(int argc, char **argv)
                 break;
         }
         log_set_level(log_level_for(&config));
+        if (config.name_pattern && (status = resolve_name(&config)) != 0)
+                return status;
         if (config.watch) {
                 log_set_rate_limit(100, 10); /* journald-friendly: no floods */
                 daemon.watchdog_usec = sd_notify__watchdog_usec();
@@ -526,11 +636,18 @@ int main(int argc, char **argv)
                 return EXIT_RUNTIME;
         }
         daemon.export = config.export;
-        if (start_exporter(&registry) < 0) {
+        if (config.command_argv && start_command(&registry, &launch) < 0) {
                 registry__release(&registry);
                 return EXIT_RUNTIME;
         }
-        status = run_command(&registry, signal_fd, &daemon);
+        if (start_exporter(&registry) < 0) {
+                registry__release(&registry); /* closes go: the command exits unrun */
+                if (launch.pid > 0)
+                        (void)launch__wait(&launch, signal_fd);
+                launch__release(&launch);
+                return EXIT_RUNTIME;
+        }
+        status = run_command(&registry, signal_fd, &daemon, launch.pid > 0 ? &launch : NULL);
         registry__release(&registry);
         config_file__release(&startup_file);
         return status;

@@ -29,6 +29,7 @@ int registry__init(struct registry *registry, const struct profd_config *config)
         /* Before anything can fail, so that release closes only what was
          * opened (zero is a valid descriptor: stdin). */
         registry->sigchld_fd = registry->reload_fd = registry->stop_fd = registry->done_fd = -1;
+        registry->command.go_fd = -1;
         registry->status = (struct mailbox)MAILBOX_INIT;
         registry->config = *config;
         registry->include_internal_stacks = config->include_internal_stacks;
@@ -79,4 +80,6 @@ void registry__release(struct registry *registry)
                 close(registry->stop_fd);
         if (registry->done_fd >= 0)
                 close(registry->done_fd);
+        if (registry->command.go_fd >= 0)
+                close(registry->command.go_fd);
 }

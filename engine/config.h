@@ -45,6 +45,15 @@ struct profd_config {
         uint64_t max_ticks;        /* stop after this many ticks (dump: 1), 0 = no limit */
         size_t n_pids;
         pid_t pids[CONFIG_MAX_PIDS];
+        /* `-- COMMAND [ARGS...]`: started by cli/launch.c, whose pid then
+         * becomes pids[0]; NULL: profile running processes. */
+        char **command_argv;
+        /* --name PATTERN: resolved into pids by engine/name_match.c before
+         * the run; --all-matches takes every match instead of failing. */
+        const char *name_pattern;
+        bool all_matches;
+        bool subprocesses;           /* --subprocesses: children are targets of their own */
+        bool threads;                /* --threads: collapsed stacks start with the thread */
         const char *output;          /* NULL: no file */
         double duration_s;           /* 0: until SIGINT/SIGTERM */
         int64_t interval_ms;         /* sampling period */

@@ -18,6 +18,8 @@
 #include "util/log.h"
 
 #define LOCATION_CACHE_SLOTS 16384
+/* How long after an exec CPython discovery is retried (see the header). */
+#define PYTHON_RETRY_NS (2000ull * 1000 * 1000)
 
 uint64_t profiled_target__maps_generation(const struct profiled_target *profiled)
 {
@@ -64,12 +66,33 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
                   (unsigned long long)(profiled->last_refresh_ns - start_ns) / 1000,
                   (unsigned long long)(python_ns - start_ns) / 1000,
                   (unsigned long long)(profiled->last_refresh_ns - python_ns) / 1000);
+        profiled->python_tried_generation = profiled_target__maps_generation(profiled);
+        if (!profiled->python && target->execed)
+                profiled->python_retry_until_ns = profiled->last_refresh_ns + PYTHON_RETRY_NS;
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
                                 profiled_target__maps_generation(profiled));
         prepare_export(registry, target, profiled);
         return 0;
+}
+
+void profiled_target__retry_python(struct registry *registry, struct target *target,
+                                   uint64_t now_ns)
+{
+        struct profiled_target *profiled = target->owner;
+        uint64_t generation;
+
+        if (!profiled || profiled->python || now_ns >= profiled->python_retry_until_ns)
+                return;
+        generation = profiled_target__maps_generation(profiled);
+        if (generation == profiled->python_tried_generation)
+                return;
+        profiled->python_tried_generation = generation;
+        profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
+                                           &registry->py_scratch);
+        for (size_t i = 0; profiled->python && i < target->n_threads; i++)
+                py_process__prepare(profiled->python, target, target->threads[i]);
 }
 
 void profiled_target__flush(struct registry *registry, struct target *target, uint64_t ticks,

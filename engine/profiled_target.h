@@ -24,12 +24,22 @@ struct profiled_target {
         struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
         /* The span-context segment (context/). */
         struct context_reader context;
+        /* Set up right after an exec, the dynamic loader may not have
+         * mapped libpython yet: discovery is tried again, while the maps
+         * change, until python_retry_until_ns. */
+        uint64_t python_retry_until_ns;
+        uint64_t python_tried_generation;
 };
 
 /* Sets up symbolization, unwinding, Python and (with an exporter) the
  * Splunk record for a freshly attached target.  0 or -ENOMEM; a part that
  * cannot be set up degrades (native-only, not exported) with a warning. */
 int profiled_target__prepare(struct registry *registry, struct target *target);
+
+/* A target set up just after its exec that was not Python then: looks
+ * for CPython again once its address space changed (libpython mapped). */
+void profiled_target__retry_python(struct registry *registry, struct target *target,
+                                   uint64_t now_ns);
 
 /* Flushes the target's Splunk record now (all its samples) and hands it
  * to the exporter; `last`: the record is freed too. */

@@ -59,6 +59,17 @@ struct registry {
          * suspension: targets that exited meanwhile are skipped, the run's
          * start time is kept. */
         bool resuming;
+        /* -- COMMAND (cli/launch.c started it, stopped before its exec):
+         * main sets pid and go_fd before the first tracer starts; the
+         * tracer seizes the child, writes one byte to go_fd (the child then
+         * execs) and closes it (-1).  The child's exit status reaches the
+         * tracer's waitpid, which keeps it in exited/status for main. */
+        struct {
+                pid_t pid; /* 0: no command */
+                int go_fd;
+                bool exited;
+                int status; /* wait status, once exited */
+        } command;
         /* tracer only */
         int sigchld_fd;
         const struct ptrace_event_handlers *event_handlers; /* built by tracer.c, static */

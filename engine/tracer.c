@@ -36,6 +36,7 @@
 #include "engine/profiled_target.h"
 #include "engine/run_status.h"
 #include "engine/sampler.h"
+#include "engine/subprocesses.h"
 #include "engine/watch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -58,6 +59,7 @@ static int attach_one(struct registry *registry, pid_t pid)
         struct target_options options = {
             .stack_bytes = registry->config.stack_bytes,
             .max_depth = registry->config.max_depth,
+            .follow_forks = registry->config.subprocesses,
         };
         struct target *target = NULL;
         int r;
@@ -73,6 +75,12 @@ static int attach_one(struct registry *registry, pid_t pid)
                 return fail_attach(registry, -ENOMEM, 1);
         }
         log_info("attached to PID %d (%s), %zu threads", (int)pid, target->comm, target->n_threads);
+        /* The launched COMMAND is set up for the program it executes, not
+         * for the copy of splunk-profd that waited for us. */
+        if (pid == registry->command.pid && registry->command.go_fd >= 0)
+                subprocesses__start_command(registry, target);
+        if (target->gone)
+                return 0;
         return profiled_target__prepare(registry, target);
 }
 
@@ -109,12 +117,26 @@ static bool skip_failed_attach(struct registry *registry)
         return true;
 }
 
+/* Whether `pid` is a target already (--all-matches --subprocesses: one
+ * match can be another's child). */
+static bool is_target(struct registry *registry, pid_t pid)
+{
+        for (size_t i = 0; i < registry->targets.n_targets; i++)
+                if (registry->targets.targets[i]->pid == pid && !registry->targets.targets[i]->gone)
+                        return true;
+        return false;
+}
+
 static int attach_all(struct registry *registry)
 {
         for (size_t i = 0; i < registry->config.n_pids; i++) {
+                if (is_target(registry, registry->config.pids[i]))
+                        continue;
                 int r = attach_one(registry, registry->config.pids[i]);
                 if (r < 0 && !skip_failed_attach(registry))
                         return r;
+                if (r == 0 && registry->config.subprocesses)
+                        subprocesses__attach_existing(registry, registry->config.pids[i]);
                 /* New threads' first stops: resume them promptly. */
                 event_pump__wait(registry, 0);
         }
@@ -175,9 +197,22 @@ static void watch_step(struct registry *registry, const struct pollfd *fds, int 
         watch__maintain(registry, monotonic_ns(), fds[3].revents & POLLIN, *next_tick_ns);
 }
 
+/* A run without --watch lasts while a process it was given lives: the
+ * subprocesses it follows do not keep it going (a launched COMMAND's
+ * exit ends it, as the shell sees it end). */
 static bool keep_running(struct registry *registry)
 {
-        return registry->watch || target_set__live_count(&registry->targets) > 0;
+        if (registry->watch)
+                return true;
+        if (!registry->config.subprocesses)
+                return target_set__live_count(&registry->targets) > 0;
+        for (size_t i = 0; i < registry->targets.n_targets; i++) {
+                const struct target *target = registry->targets.targets[i];
+                for (size_t p = 0; !target->gone && p < registry->config.n_pids; p++)
+                        if (target->pid == registry->config.pids[p])
+                                return true;
+        }
+        return false;
 }
 
 static void run_loop(struct registry *registry, int timer_fd)
@@ -222,6 +257,8 @@ static void run_loop(struct registry *registry, int timer_fd)
                         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
                         /* New children's first stops, during the tick. */
                         event_pump__wait(registry, 0);
+                        if (!registry->watch)
+                                subprocesses__prepare_pending(registry);
                 }
                 watch_step(registry, fds, timer_fd, &grid_start, &interval_ns, &tick, &seed,
                            &next_tick_ns);
@@ -256,6 +293,8 @@ static void on_target_changed(void *arg, struct target *target)
                 log_info("PID %d executed a new program", (int)target->pid);
         if (registry->watch && !target->gone && target->execed)
                 watch__on_exec(registry, target);
+        else if (!target->gone && target->execed)
+                profiled_target__release(registry, target); /* re-prepared for the new program */
 }
 
 static void on_fork(void *arg, struct target *parent, pid_t child)
@@ -264,6 +303,20 @@ static void on_fork(void *arg, struct target *parent, pid_t child)
 
         if (registry->watch)
                 watch__on_fork(registry, parent, child);
+        else
+                subprocesses__on_fork(registry, parent, child);
+}
+
+/* The launched COMMAND is this process's child: a traced child's exit
+ * status is reaped by the tracer's waitpid, so it is kept for main. */
+static void on_exit_status(void *arg, pid_t tid, int status)
+{
+        struct registry *registry = arg;
+
+        if (tid != registry->command.pid || registry->command.pid <= 0)
+                return;
+        registry->command.exited = true;
+        registry->command.status = status;
 }
 
 /* The tracer's answers to ptrace events: the sampler captures its own
@@ -272,6 +325,7 @@ static const struct ptrace_event_handlers event_handlers = {
     .on_interrupt_stop = sampler__on_interrupt_stop,
     .on_target_changed = on_target_changed,
     .on_fork = on_fork,
+    .on_exit_status = on_exit_status,
 };
 
 void *tracer__main(void *arg)

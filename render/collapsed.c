@@ -8,6 +8,7 @@
 #include "render/collapsed.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,25 @@ struct collapsed_line {
 struct collapsed {
         struct collapsed_line *lines;
         size_t n, capacity;
+        bool threads; /* each stack starts with "NAME (TID)" */
 };
 
-/* "a;b;c" for one sample, malloc'd; NULL on ENOMEM. */
-static char *stack_text(const struct ps_sample *sample)
+/* The thread's root frame, as py-spy's --threads writes it: the name
+ * (threading's for Python threads, else comm) and the OS thread id; a
+ * frame label, so a ';' in a thread name cannot forge a frame. */
+static void thread_label(const struct ps_sample *sample, char *out, size_t size)
+{
+        char name[LABEL_MAX];
+
+        snprintf(name, sizeof(name), "%s (%lld)",
+                 sample->thread_name && *sample->thread_name ? sample->thread_name : "thread",
+                 (long long)sample->tid);
+        frame_label__format(&(struct ps_frame){.function = name, .file = ""}, out, size);
+}
+
+/* "a;b;c" for one sample ("thread (tid);a;b;c" with `threads`),
+ * malloc'd; NULL on ENOMEM. */
+static char *stack_text(const struct ps_sample *sample, bool threads)
 {
         char *text = NULL, label[LABEL_MAX];
         size_t size = 0;
@@ -39,6 +55,10 @@ static char *stack_text(const struct ps_sample *sample)
 
         if (!out)
                 return NULL;
+        if (threads) {
+                thread_label(sample, label, sizeof(label));
+                fprintf(out, "%s;", label);
+        }
         for (size_t i = 0; i < sample->n_frames; i++) {
                 frame_label__format(&sample->frames[i], label, sizeof(label));
                 fprintf(out, "%s%s", i ? ";" : "", label);
@@ -58,7 +78,7 @@ static int collapsed__add(void *arg, const struct ps_sample *sample)
 
         if (ARRAY_RESERVE(c->lines, c->capacity, c->n + 1) < 0)
                 return -ENOMEM;
-        c->lines[c->n].stack = stack_text(sample);
+        c->lines[c->n].stack = stack_text(sample, c->threads);
         if (!c->lines[c->n].stack)
                 return -ENOMEM;
         c->lines[c->n++].count = sample->value;
@@ -97,9 +117,9 @@ static int collapsed__render(struct collapsed *c, char **text, size_t *size)
         return fclose(take_ptr(out)) == 0 ? 0 : -ENOMEM;
 }
 
-int collapsed__write(const struct profile_builder *builder, const char *path)
+int collapsed__write(const struct profile_builder *builder, const char *path, bool threads)
 {
-        struct collapsed c = {0};
+        struct collapsed c = {.threads = threads};
         _cleanup_free_ char *text = NULL;
         size_t size = 0;
         int r = profile_stacks__each(builder, collapsed__add, &c);

@@ -3,7 +3,11 @@
  * inferno and speedscope read it. */
 #pragma once
 
+#include <stdbool.h>
+
 struct profile_builder;
 
-/* Writes the builder's samples to `path` atomically.  0 or -errno. */
-int collapsed__write(const struct profile_builder *builder, const char *path);
+/* Writes the builder's samples to `path` atomically; `threads`: each
+ * stack starts with a "NAME (TID)" frame for its thread, as py-spy's
+ * --threads.  0 or -errno. */
+int collapsed__write(const struct profile_builder *builder, const char *path, bool threads);
