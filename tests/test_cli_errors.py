@@ -255,3 +255,52 @@ def test_output_lost_at_end_saved_to_fallback(profd, live_pid, tmp_path, read_pr
     assert len(saved) == 1 and str(saved[0]) in result.error_lines[0], str(result)
     assert read_profile(saved[0]).samples
     assert (spare / "splunk-profd-keep.pb.gz").read_bytes() == b"keep"
+
+
+# ------------------------------------------------------------ --config
+# Only a regular file of text: never a hang, never a silent truncation,
+# always one error line naming the line, exit 2.
+
+
+def one_line_error(result, code, *words):
+    assert_error(result, code, *words)
+    assert len(result.stderr.splitlines()) == 1, f"the error is not one line: {result.stderr!r}"
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("nul", b"SPLUNK_PROFILER_CALL_STACK_INTERVAL=10\x000\n", ["nul", ":1:"]),
+        ("escape", b"A=1\nK=\x1b[2J\x1b[31mred\n", ["control byte 0x1b", ":2:"]),
+        ("vt-in-key", b"A=1\n\nK\x0bX=1\n", ["control byte 0x0b", ":3:"]),
+        ("crlf", b"A=1\r\n", ["control byte 0x0d", ":1:"]),
+        ("long-line", b"A=" + b"x" * 5000 + b"\n", ["longer than", ":1:"]),
+        ("too-large", b"#" * (2 << 20) + b"\n", ["larger than"]),
+    ],
+    ids=["nul", "escape", "vt-in-key", "crlf", "long-line", "too-large"],
+)
+def test_bad_config_content(profd, live_pid, tmp_path, name, content, words):
+    """Old code read the NUL value as "10", passed control bytes into the
+    error, and split long lines."""
+    path = tmp_path / f"{name}.env"
+    path.write_bytes(content)
+    result = profd.run("--config", path, "--pid", live_pid, "--duration", "1", timeout=20)
+    one_line_error(result, USAGE, *words)
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_config_not_a_regular_file(profd, live_pid, tmp_path, kind):
+    """Old code hung on /dev/zero (70% CPU) and on a FIFO with no writer,
+    and read a directory as an empty file."""
+    path = {"dev-zero": "/dev/zero", "fifo": tmp_path / "fifo", "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    started = time.monotonic()
+    result = profd.run("--config", path, "--pid", live_pid, "--duration", "1", timeout=10)
+    assert time.monotonic() - started < 5
+    one_line_error(result, USAGE, "not a regular file")
+
+
+def test_config_path_with_control_bytes_is_one_line(profd, live_pid, tmp_path):
+    result = profd.run("--config", tmp_path / "a\nb\x1b[31m", "--pid", live_pid, "--duration", "1")
+    one_line_error(result, USAGE, "\\x0ab\\x1b[31m")
