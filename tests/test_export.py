@@ -145,6 +145,7 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
 
     now_ns = time.time_ns()
     all_samples = []
+    inlined_seen = False
     for resource, scope, record in records:
         prof = decode_body(record)
         samples = prof["samples"]
@@ -157,7 +158,9 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
         assert record.observed_time_unix_nano - record.time_unix_nano < 3e9
         # 100 ms ticks, 1 s records: several instants per record, each with its own time.
         assert len(times) <= 12, times
-        assert attributes(record)["profiling.data.total.frame.count"][1] == sum(s["locations"] for s in samples)
+        # Frames, not locations: every Line of every Location (inlined functions count).
+        assert attributes(record)["profiling.data.total.frame.count"][1] == sum(len(s["frames"]) for s in samples)
+        inlined_seen = inlined_seen or any(len(s["frames"]) > s["locations"] for s in samples)
         for s in samples:
             num, text = s["num_labels"], s["labels"]
             assert num["source.event.period"] == [100]
@@ -165,6 +168,7 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
             assert "trace_id" not in text and "span_id" not in text
             assert all(f["function"] and f["system_name"] == f["function"] for f in s["frames"]), s["frames"]
         all_samples += samples
+    assert inlined_seen, "chain_inline is inlined: some sample must have more frames than locations"
     assert max(len({s["num_labels"]["source.event.time"][0] for s in decode_body(r)["samples"]}) for _, _, r in records) > 1
 
     busy_tid = next(tid for tid, name in ((int(t.name), (t / "comm").read_text().strip())
