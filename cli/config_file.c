@@ -1,17 +1,28 @@
 /* config_file.c — see config_file.h.  The file is read as untrusted text:
- * lines are capped, keys must be [A-Z0-9_]+, and at most
- * CONFIG_FILE_MAX_ENTRIES entries are kept. */
+ * only a regular file is read (opened with O_NONBLOCK and checked with
+ * fstat, so /dev/zero or a FIFO nobody writes cannot hang the start or a
+ * SIGHUP re-read on the main thread), the file and each line are capped
+ * (a longer one is an error, never silently split), a NUL or other
+ * control byte is an error naming the line (a NUL would silently cut the
+ * value short, and a control byte echoed into the error would break its
+ * one line), keys must be [A-Z0-9_]+, and at most CONFIG_FILE_MAX_ENTRIES
+ * entries are kept. */
 #include "cli/config_file.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/cleanup.h"
 
 #define LINE_MAX_BYTES 4096
+/* An EnvironmentFile is a few KiB; anything near this is not one. */
+#define FILE_MAX_BYTES (1024 * 1024)
 
 static char *trim(char *text)
 {
@@ -96,25 +107,120 @@ static int parse_line(struct config_file *file, char *line, char *error, size_t 
         return r;
 }
 
-int config_file__read(const char *path, struct config_file *file, char *error, size_t error_size)
+static const char *file_type_name(mode_t mode)
 {
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char line[LINE_MAX_BYTES];
-        int number = 0, r;
+        if (S_ISDIR(mode))
+                return "a directory";
+        if (S_ISFIFO(mode))
+                return "a FIFO";
+        if (S_ISCHR(mode))
+                return "a character device";
+        if (S_ISBLK(mode))
+                return "a block device";
+        if (S_ISSOCK(mode))
+                return "a socket";
+        return "not a plain file";
+}
 
-        memset(file, 0, sizeof(*file));
-        if (!f) {
-                r = -errno;
+/* The whole file, NUL-terminated, in *text (malloc'd); only a regular
+ * file of at most FILE_MAX_BYTES.  0 or -errno with `error` set. */
+static int slurp(const char *path, char **text, size_t *len, char *error, size_t error_size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        _cleanup_free_ char *buffer = NULL;
+        struct stat st;
+        size_t n = 0;
+
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int r = -errno;
                 snprintf(error, error_size, "--config %s: %s", path, strerror(-r));
                 return r;
         }
-        while (fgets(line, sizeof(line), f)) {
+        if (!S_ISREG(st.st_mode)) {
+                snprintf(error, error_size, "--config %s: %s, not a regular file", path,
+                         file_type_name(st.st_mode));
+                return -EINVAL;
+        }
+        buffer = malloc(FILE_MAX_BYTES + 1);
+        if (!buffer) {
+                snprintf(error, error_size, "--config %s: out of memory", path);
+                return -ENOMEM;
+        }
+        /* One byte past the cap tells "too large" from "exactly full"; the
+         * size from fstat is not trusted (the file may grow meanwhile). */
+        while (n <= FILE_MAX_BYTES) {
+                ssize_t got = read(fd, buffer + n, FILE_MAX_BYTES + 1 - n);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0) {
+                        int r = -errno;
+                        snprintf(error, error_size, "--config %s: %s", path, strerror(-r));
+                        return r;
+                }
+                if (got == 0)
+                        break;
+                n += (size_t)got;
+        }
+        if (n > FILE_MAX_BYTES) {
+                snprintf(error, error_size, "--config %s: larger than %d KiB", path,
+                         FILE_MAX_BYTES / 1024);
+                return -EFBIG;
+        }
+        buffer[n] = '\0';
+        *text = take_ptr(buffer);
+        *len = n;
+        return 0;
+}
+
+/* A line's bytes must be text: no NUL, no control byte but tab. */
+static int check_line(const char *line, size_t len, const char *path, int number, char *error,
+                      size_t error_size)
+{
+        if (len >= LINE_MAX_BYTES) {
+                snprintf(error, error_size, "%s:%d: line longer than %d bytes", path, number,
+                         LINE_MAX_BYTES - 1);
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)line[i];
+                if (c == 0) {
+                        snprintf(error, error_size, "%s:%d: NUL byte", path, number);
+                        return -EINVAL;
+                }
+                if ((c < 0x20 && c != '\t') || c == 0x7f) {
+                        snprintf(error, error_size, "%s:%d: control byte 0x%02x%s", path, number, c,
+                                 c == '\r' ? " (DOS line ends? use Unix ones)" : "");
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+int config_file__read(const char *path, struct config_file *file, char *error, size_t error_size)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int number = 0, r;
+
+        memset(file, 0, sizeof(*file));
+        r = slurp(path, &text, &len, error, error_size);
+        if (r < 0)
+                return r;
+        for (char *line = text; line < text + len;) {
+                char *newline = memchr(line, '\n', (size_t)(text + len - line));
+                char *end = newline ? newline : text + len;
+
                 number++;
-                r = parse_line(file, line, error, error_size, path, number);
+                r = check_line(line, (size_t)(end - line), path, number, error, error_size);
+                if (r >= 0) {
+                        *end = '\0';
+                        r = parse_line(file, line, error, error_size, path, number);
+                }
                 if (r < 0) {
                         config_file__release(file);
                         return r;
                 }
+                line = end + 1;
         }
         return 0;
 }

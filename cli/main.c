@@ -20,6 +20,7 @@
  * bad moment), and SIGCHLD is blocked here and read by the tracer. */
 #include <errno.h>
 #include <poll.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -47,6 +48,7 @@
 #include "render/collapsed.h"
 #include "otlp/exporter.h"
 #include "render/flamegraph_svg.h"
+#include "pprof/output_target.h"
 #include "pprof/profile_builder.h"
 #include "pprof/profile_file.h"
 #include "render/speedscope.h"
@@ -387,10 +389,9 @@ static void print_summary(const struct registry *registry)
 }
 
 /* One profile builder, four renderings of it. */
-static int write_profile(struct profile_builder *builder, const struct profd_config *config)
+static int write_profile(struct profile_builder *builder, const struct profd_config *config,
+                         const char *path)
 {
-        const char *path = config->output;
-
         switch (config->format) {
         case OUTPUT_COLLAPSED:
                 return collapsed__write(builder, path, config->threads);
@@ -404,6 +405,44 @@ static int write_profile(struct profile_builder *builder, const struct profd_con
         return profile_file__write_pprof(builder, path);
 }
 
+static const char *format_suffix(enum output_format format)
+{
+        switch (format) {
+        case OUTPUT_COLLAPSED:
+                return ".txt";
+        case OUTPUT_SPEEDSCOPE:
+                return ".json";
+        case OUTPUT_SVG:
+                return ".svg";
+        case OUTPUT_PPROF:
+                break;
+        }
+        return ".pb.gz";
+}
+
+/* --output failed at the end (its directory went away, the disk filled):
+ * the samples are not lost but saved under a fresh name in $TMPDIR or
+ * /tmp, and the one error line says where.  Still exit 1. */
+static int save_fallback(struct registry *registry, int error)
+{
+        const struct profd_config *config = &registry->config;
+        char fallback[PATH_MAX];
+        int r = output_target__fallback(format_suffix(config->format), fallback, sizeof(fallback));
+
+        if (r >= 0) {
+                r = write_profile(registry->builder, config, fallback);
+                if (r < 0)
+                        (void)unlink(fallback);
+        }
+        if (r < 0)
+                log_error("cannot write %s: %s; nor a copy in $TMPDIR or /tmp: %s", config->output,
+                          strerror(-error), strerror(-r));
+        else
+                log_error("cannot write %s: %s; the profile was saved to %s instead",
+                          config->output, strerror(-error), fallback);
+        return EXIT_RUNTIME;
+}
+
 static int write_output(struct registry *registry)
 {
         int r;
@@ -412,14 +451,25 @@ static int write_output(struct registry *registry)
                 return 0;
         profile_builder__set_duration(registry->builder,
                                       (int64_t)(registry->end_ns - registry->start_ns));
-        r = write_profile(registry->builder, &registry->config);
-        if (r < 0) {
-                log_error("cannot write %s: %s", registry->config.output, strerror(-r));
-                return EXIT_RUNTIME;
-        }
+        r = write_profile(registry->builder, &registry->config, registry->config.output);
+        if (r < 0)
+                return save_fallback(registry, r);
         log_info("wrote %zu samples to %s", profile_builder__sample_count(registry->builder),
                  registry->config.output);
         return 0;
+}
+
+/* --output is checked before any target is touched: a missing directory
+ * must not cost an hour of sampling.  false with `error` set. */
+static bool check_output(const struct profd_config *config, char *error, size_t error_size)
+{
+        char why[400];
+
+        if (config->command != COMMAND_RECORD || !config->output ||
+            output_target__check(config->output, why, sizeof(why)) >= 0)
+                return true;
+        snprintf(error, error_size, "--output %.200s: %.290s", config->output, why);
+        return false;
 }
 
 /* Creates and starts the exporter thread when export is on.  Started
@@ -614,6 +664,10 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         case CLI_RUN:
                 break;
+        }
+        if (!check_output(&config, error, sizeof(error))) {
+                log_error("%s", error);
+                return EXIT_USAGE;
         }
         log_set_level(log_level_for(&config));
         if (config.name_pattern && (status = resolve_name(&config)) != 0)

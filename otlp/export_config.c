@@ -1,25 +1,33 @@
 /* export_config.c — see export_config.h.
  *
  * Everything an operator can get wrong about export (a URL without a
- * scheme, a port out of range, an unreadable CA file, a malformed header
- * list) is caught here, before any target is touched, so that a bad
+ * scheme, a port out of range, a CA file that is unreadable, a directory
+ * or not PEM, a malformed header list, a control byte in a header or in
+ * SPLUNK_ACCESS_TOKEN) is caught here, before any target is touched, so that a bad
  * deployment fails at once with one clear line and exit status 2 instead
  * of sampling for hours into a collector that can never be reached. */
 #include "otlp/export_config.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "util/cleanup.h"
 
 #define DEFAULT_PORT       4317
 #define MIN_FLUSH_MS       1000
 #define MAX_FLUSH_MS       300000
 #define KV_MAX_ENTRY_BYTES 8192
+/* As otlp_grpc.c reads at most; a CA bundle is a few hundred KiB. */
+#define CA_MAX_BYTES    (4 * 1024 * 1024)
+#define PEM_CERTIFICATE "-----BEGIN CERTIFICATE-----"
 
 __attribute__((format(printf, 3, 4))) static bool fail(char *error, size_t error_size,
                                                        const char *fmt, ...)
@@ -170,6 +178,21 @@ static bool header_key_valid(const char *key)
         return *key && strncmp(key, "grpc-", 5) != 0;
 }
 
+/* gRPC sends a value as an HTTP/2 header: only printable ASCII and space
+ * (a "-bin" key's value is base64'd by gRPC, so any byte goes).  A CR or
+ * LF accepted here would make every single request fail later. */
+static int header_value_bad_byte(const char *key, const char *value)
+{
+        size_t key_len = strlen(key);
+
+        if (key_len > 4 && strcmp(key + key_len - 4, "-bin") == 0)
+                return -1;
+        for (const char *c = value; *c; c++)
+                if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+                        return (unsigned char)*c;
+        return -1;
+}
+
 static bool add_header(void *arg, const char *key, const char *value)
 {
         struct header_parse *parse = arg;
@@ -186,6 +209,11 @@ static bool add_header(void *arg, const char *key, const char *value)
         if (!header_key_valid(lower))
                 return fail(parse->error, parse->error_size,
                             "header '%.64s': not a valid gRPC metadata key", key);
+        int bad = header_value_bad_byte(lower, value);
+        if (bad >= 0)
+                return fail(parse->error, parse->error_size,
+                            "header '%.64s': byte 0x%02x in the value (only printable ASCII)", key,
+                            bad);
         for (i = 0; i < config->n_headers && !header; i++)
                 if (strcmp(config->headers[i].key, lower) == 0)
                         header = &config->headers[i];
@@ -269,20 +297,65 @@ static bool resolve_timeout(const struct lookup *env, struct export_config *conf
         return true;
 }
 
+/* Reads at most CA_MAX_BYTES of a regular file into `out` (size
+ * CA_MAX_BYTES + 1, NUL-terminated).  O_NONBLOCK: a FIFO cannot hang the
+ * start.  The byte count, or -errno; -EINVAL with `why` set for a
+ * non-regular file. */
+static ssize_t read_ca(const char *path, char *out, const char **why)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        struct stat st;
+        size_t n = 0;
+
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode)) {
+                *why = S_ISDIR(st.st_mode) ? "a directory, not a file" : "not a regular file";
+                return -EINVAL;
+        }
+        while (n < CA_MAX_BYTES) {
+                ssize_t got = read(fd, out + n, CA_MAX_BYTES - n);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0)
+                        return -errno;
+                if (got == 0)
+                        break;
+                n += (size_t)got;
+        }
+        out[n] = '\0';
+        return (ssize_t)n;
+}
+
+/* The CA bundle must be there and be PEM now, not at the first send:
+ * a directory used to be exit 1, a non-PEM file accepted outright. */
 static bool resolve_ca(const struct lookup *env, struct export_config *config, char *error,
                        size_t error_size)
 {
         const char *name, *path = env_either(env, "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE",
                                              "OTEL_EXPORTER_OTLP_CERTIFICATE", &name);
+        char *pem;
+        const char *why = NULL;
+        ssize_t r;
 
         config->ca_file[0] = '\0';
         if (!path || !config->tls)
                 return true;
-        if (access(path, R_OK) < 0 || strlen(path) >= sizeof(config->ca_file)) {
-                snprintf(error, error_size, "%s=%.200s: cannot read the CA file: %s", name, path,
-                         strerror(errno ? errno : ENAMETOOLONG));
-                return false;
+        if (strlen(path) >= sizeof(config->ca_file))
+                return fail(error, error_size, "%s=%.200s: cannot read the CA file: %s", name, path,
+                            strerror(ENAMETOOLONG));
+        pem = malloc(CA_MAX_BYTES + 1);
+        if (!pem)
+                return fail(error, error_size, "%s: out of memory", name);
+        r = read_ca(path, pem, &why);
+        if (r >= 0 && !memmem(pem, (size_t)r, PEM_CERTIFICATE, strlen(PEM_CERTIFICATE))) {
+                why = "no PEM certificate (" PEM_CERTIFICATE ") in it";
+                r = -EINVAL;
         }
+        free(pem);
+        if (r < 0)
+                return fail(error, error_size, "%s=%.200s: bad CA file: %s", name, path,
+                            why ? why : strerror((int)-r));
         snprintf(config->ca_file, sizeof(config->ca_file), "%s", path);
         return true;
 }

@@ -26,6 +26,7 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 #pragma GCC diagnostic pop
 
@@ -33,6 +34,7 @@
 #include "proto/otlp_logs_service.pb-c.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
+#include "util/log.h"
 
 #define EXPORT_METHOD     "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 #define SYSTEM_CA_BUNDLE  "/etc/ssl/certs/ca-certificates.crt"
@@ -46,6 +48,24 @@ struct otlp_grpc {
         size_t n_metadata;
         grpc_metadata metadata[EXPORT_MAX_HEADERS];
 };
+
+/* grpc's own lines (handshake failures, reconnects; GRPC_VERBOSITY and
+ * GRPC_TRACE add more) go through util/log.h, so that they obey the
+ * daemon's rate limit and -v, and look like ours.  grpc's ERROR becomes a
+ * warning: our errors are never rate-limited, and a transport error is
+ * already reported by the exporter (with its own pacing). */
+static void otlp_grpc__log(gpr_log_func_args *args)
+{
+        const char *file = args->file ? strrchr(args->file, '/') : NULL;
+        enum log_level level = LOG_LEVEL_DEBUG;
+
+        if (args->severity == GPR_LOG_SEVERITY_ERROR)
+                level = LOG_LEVEL_WARNING;
+        else if (args->severity == GPR_LOG_SEVERITY_INFO)
+                level = LOG_LEVEL_INFO;
+        log_message(level, "grpc: %s (%s:%d)", args->message ?: "",
+                    file ? file + 1 : (args->file ?: "?"), args->line);
+}
 
 static char *read_pem(const char *path)
 {
@@ -130,6 +150,7 @@ struct otlp_grpc *otlp_grpc__new(const struct export_config *config, char *error
                 snprintf(error, error_size, "out of memory");
                 return NULL;
         }
+        gpr_set_log_function(otlp_grpc__log); /* before grpc_init: it logs too */
         grpc_init();
         creds = credentials_new(config, error, error_size);
         if (!creds) {

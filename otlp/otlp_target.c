@@ -100,7 +100,8 @@ static void flush(struct otlp_target *target, struct exporter *exporter)
         int r;
 
         r = export_entry__new(target->builder, target->resource, target->first_time_ns,
-                              clock__ns(CLOCK_REALTIME), target->frames, &entry);
+                              clock__ns(CLOCK_REALTIME),
+                              profile_builder__frame_count(target->builder), &entry);
         profile_builder__free(target->builder);
         target->builder = NULL;
         target->encode_ns += clock__ns(CLOCK_MONOTONIC) - begin;

@@ -27,7 +27,7 @@ struct otlp_target {
         struct location_cache locations;
         uint64_t main_code;     /* an address in the main executable */
         uint64_t first_time_ns; /* first sample of the record, Unix ns */
-        int64_t frames;         /* frames over all samples of the record */
+        int64_t frames;         /* stack depth over the record's samples: its size cap */
         uint64_t ticks;         /* ticks since the last flush */
         uint64_t encode_ns;     /* time spent encoding records, total */
         uint64_t records, too_large;

@@ -410,3 +410,13 @@ size_t profile_builder__sample_count(const struct profile_builder *builder)
 {
         return builder->n_samples;
 }
+
+int64_t profile_builder__frame_count(const struct profile_builder *builder)
+{
+        int64_t frames = 0;
+
+        /* Ids were checked when the sample was added: 1..n_locations. */
+        for (size_t i = 0; i < builder->n_sample_locations; i++)
+                frames += (int64_t)builder->locations[builder->sample_locations[i] - 1].n_lines;
+        return frames;
+}

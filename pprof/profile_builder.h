@@ -78,6 +78,9 @@ int profile_builder__add_sample(struct profile_builder *builder, const uint64_t 
 
 void profile_builder__set_duration(struct profile_builder *builder, int64_t duration_nanos);
 size_t profile_builder__sample_count(const struct profile_builder *builder);
+/* Frames over all samples: every Line of every Location of every sample,
+ * so an inlined function counts as a frame of its own. */
+int64_t profile_builder__frame_count(const struct profile_builder *builder);
 
 /* Serialized, uncompressed Profile in a malloc'd buffer.  0 or -errno. */
 int profile_builder__encode(struct profile_builder *builder, uint8_t **out, size_t *out_len);

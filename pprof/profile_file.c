@@ -10,13 +10,17 @@
  * the old one alone.  The directory is fsync'ed too, best effort, so the
  * rename itself survives a crash.
  *
+ * That is for a regular file or a new name only (pprof/output_target.h):
+ * a device, a FIFO or "-" (standard output) is written through, and a
+ * symlink is followed to the file it names, which is replaced in its own
+ * directory; the link stays.
+ *
  * mkstemp creates the file 0600; it is widened to 0644, the mode a plain
  * creat() would give under the usual umask, so that a collector running
  * as another user can read it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,24 +28,11 @@
 
 #include "util/gzip.h"
 #include "pprof/profile_builder.h"
+#include "pprof/output_target.h"
 #include "pprof/profile_file.h"
 #include "util/cleanup.h"
 
 #define PROFILE_FILE_MODE 0644
-
-/* "<dir>/.<name>.XXXXXX" next to `path`, or NULL with errno set. */
-static char *profile_file__temp_template(const char *path)
-{
-        _cleanup_free_ char *dir_copy = strdup(path);
-        _cleanup_free_ char *base_copy = strdup(path);
-        char *result = NULL;
-
-        if (!dir_copy || !base_copy)
-                return NULL;
-        if (asprintf(&result, "%s/.%s.XXXXXX", dirname(dir_copy), basename(base_copy)) < 0)
-                return NULL;
-        return result;
-}
 
 static int profile_file__write_all(int fd, const uint8_t *data, size_t len)
 {
@@ -83,15 +74,13 @@ static void profile_file__sync_dir(const char *path)
                 (void)fsync(fd);
 }
 
-int profile_file__write_bytes(const char *path, const uint8_t *data, size_t len)
+/* Temp file next to `path`, fsync, rename over it. */
+static int profile_file__replace(const char *path, const uint8_t *data, size_t len)
 {
-        _cleanup_free_ char *temp = NULL;
+        _cleanup_free_ char *temp = output_target__temp_name(path);
         _cleanup_close_ int fd = -1;
         int r;
 
-        if (!path || !*path || (!data && len))
-                return -EINVAL;
-        temp = profile_file__temp_template(path);
         if (!temp)
                 return -errno;
         fd = mkostemp(temp, O_CLOEXEC);
@@ -108,6 +97,44 @@ int profile_file__write_bytes(const char *path, const uint8_t *data, size_t len)
         }
         profile_file__sync_dir(path);
         return 0;
+}
+
+/* A device or FIFO: opened without blocking, so a FIFO nobody reads
+ * fails at once (ENXIO) instead of hanging the end of the run; the
+ * writes themselves then block as usual while the reader drains. */
+static int profile_file__write_through(const char *path, const uint8_t *data, size_t len)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        int flags;
+
+        if (fd < 0)
+                return -errno;
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+                return -errno;
+        return profile_file__write_all(fd, data, len);
+}
+
+int profile_file__write_bytes(const char *path, const uint8_t *data, size_t len)
+{
+        struct output_target target;
+        char why[512];
+        int r;
+
+        if (!path || !*path || (!data && len))
+                return -EINVAL;
+        r = output_target__resolve(path, &target, why, sizeof(why));
+        if (r < 0)
+                return r;
+        switch (target.kind) {
+        case OUTPUT_KIND_STDOUT:
+                return profile_file__write_all(STDOUT_FILENO, data, len);
+        case OUTPUT_KIND_THROUGH:
+                return profile_file__write_through(target.path, data, len);
+        case OUTPUT_KIND_REPLACE:
+                break;
+        }
+        return profile_file__replace(target.path, data, len);
 }
 
 int profile_file__write_pprof(struct profile_builder *builder, const char *path)

@@ -3,8 +3,11 @@ each with exactly one `splunk-profd: error: ` line naming the problem."""
 
 import os
 import shutil
+import socket
+import stat
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -111,3 +114,193 @@ def test_already_traced(profd, targets, start_target):
         strace.terminate()
         strace.wait(timeout=10)
     wait_released(target.pid)
+
+
+# ------------------------------------------------------------ --output
+# Checked before any target is touched (exit 2), never destroying what the
+# path names: devices, FIFOs and "-" are written through, a symlink is
+# followed and its target replaced, the link kept.
+
+
+@pytest.mark.parametrize(
+    "output, words",
+    [
+        ("/nonexistent-profd-dir/x.pb.gz", ["does not exist"]),
+        ("{tmp}", ["directory"]),
+        ("{tmp}/", ["directory"]),
+        ("/proc/x.pb.gz", ["/proc"]),
+        ("/proc/self/status", ["/proc"]),
+        ("/sys/x.pb.gz", ["/sys"]),
+        ("{tmp}/sock", ["socket"]),
+    ],
+    ids=["missing-dir", "directory", "trailing-slash", "proc", "proc-file", "sys", "socket"],
+)
+def test_bad_output_rejected_at_start(profd, live_pid, tmp_path, output, words):
+    """Old code sampled the whole --duration and only then failed (exit 1)."""
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    started = time.monotonic()
+    result = profd.run("--pid", live_pid, "--duration", "30", output=output.format(tmp=tmp_path), timeout=20)
+    assert time.monotonic() - started < 5, "the output path was checked only at the end"
+    assert_error(result, USAGE, *words)
+    assert "summary" not in result.stderr, "the run sampled before failing"
+    sock.close()
+
+
+def test_unwritable_output_directory(profd, live_pid):
+    """An unprivileged user cannot create files in a root-owned 0755 directory."""
+    out_dir = tempfile.mkdtemp(prefix="profd-ro-")
+    try:
+        os.chmod(out_dir, 0o755)
+        result = profd.run(
+            "--pid", live_pid, "--duration", "30", output=f"{out_dir}/p.pb.gz",
+            prefix=["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"], timeout=20,
+        )
+    finally:
+        shutil.rmtree(out_dir)
+    assert_error(result, USAGE, "cannot create files")
+
+
+def test_output_device_written_through(profd, live_pid, tmp_path):
+    """A null device of our own (never the system's /dev/null): old code
+    renamed a regular file over it."""
+    null = tmp_path / "null"
+    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    result = profd.run("--pid", live_pid, "--duration", "1", "--interval", "50", output=null)
+    assert result.returncode == 0, str(result)
+    assert stat.S_ISCHR(os.lstat(null).st_mode), "the device was replaced"
+
+
+def test_output_fifo_written_through(profd, live_pid, tmp_path, read_profile):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+
+    def reader():
+        with open(fifo, "rb") as f:  # blocks until the daemon opens it
+            got.append(f.read())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    result = profd.run("--pid", live_pid, "--duration", "1", "--interval", "50", output=fifo)
+    thread.join(timeout=10)
+    assert result.returncode == 0, str(result)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced"
+    (tmp_path / "got.pb.gz").write_bytes(got[0])
+    assert read_profile(tmp_path / "got.pb.gz").samples
+
+
+def test_output_fifo_without_reader_saves_fallback(profd, live_pid, tmp_path, read_profile):
+    """Opening a FIFO nobody reads would hang the end of the run: it fails
+    at once, and the profile goes to the fallback file."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    spare = tmp_path / "spare"
+    spare.mkdir()
+    result = profd.run("--pid", live_pid, "--duration", "1", "--interval", "50", output=fifo,
+                       env={"TMPDIR": str(spare)}, timeout=20)
+    assert_error(result, 1, "saved to")
+    saved = list(spare.iterdir())
+    assert len(saved) == 1 and str(saved[0]) in result.error_lines[0], str(result)
+    assert read_profile(saved[0]).samples
+
+
+def test_output_symlink_followed(profd, live_pid, tmp_path, read_profile):
+    """The link's target is replaced; the link stays.  Also a dangling link
+    (its target is created) and a relative one."""
+    real = tmp_path / "real.pb.gz"
+    real.write_bytes(b"old")
+    (tmp_path / "sub").mkdir()
+    link = tmp_path / "sub" / "link.pb.gz"
+    link.symlink_to("../real.pb.gz")
+    dangling = tmp_path / "dangling.pb.gz"
+    dangling.symlink_to(tmp_path / "new.pb.gz")
+    for path, target in ((link, real), (dangling, tmp_path / "new.pb.gz")):
+        result = profd.run("--pid", live_pid, "--duration", "1", "--interval", "50", output=path)
+        assert result.returncode == 0, str(result)
+        assert os.path.islink(path), f"{path}: the symlink was replaced"
+        assert read_profile(target).samples
+
+
+def test_output_stdout(profd, live_pid, tmp_path, read_profile):
+    """`-o -` writes to standard output; a symlink to /proc/self/fd/1 (as
+    /dev/stdout is) is written through, not replaced."""
+    link = tmp_path / "stdout-link"
+    link.symlink_to("/proc/self/fd/1")
+    for output in ("-", link):
+        argv = [str(profd.binary), "--pid", str(live_pid), "--duration", "1", "--interval", "50",
+                "--output", str(output)]
+        done = subprocess.run(argv, capture_output=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        (tmp_path / "got.pb.gz").write_bytes(done.stdout)
+        assert read_profile(tmp_path / "got.pb.gz").samples, output
+    assert os.path.islink(link), "the symlink was replaced"
+
+
+def test_output_lost_at_end_saved_to_fallback(profd, live_pid, tmp_path, read_profile):
+    """The directory vanishes during the run: the profile is saved in
+    $TMPDIR under a fresh name, the error line says where, exit 1."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    spare = tmp_path / "spare"
+    spare.mkdir()
+    (spare / "splunk-profd-keep.pb.gz").write_bytes(b"keep")
+    proc = profd.start("--pid", live_pid, "--duration", "2", "--interval", "50",
+                       output=out_dir / "p.pb.gz", env={"TMPDIR": str(spare)})
+    time.sleep(0.7)
+    out_dir.rmdir()
+    result = profd.finish(proc)
+    assert_error(result, 1, "saved to")
+    saved = [p for p in spare.iterdir() if p.name != "splunk-profd-keep.pb.gz"]
+    assert len(saved) == 1 and str(saved[0]) in result.error_lines[0], str(result)
+    assert read_profile(saved[0]).samples
+    assert (spare / "splunk-profd-keep.pb.gz").read_bytes() == b"keep"
+
+
+# ------------------------------------------------------------ --config
+# Only a regular file of text: never a hang, never a silent truncation,
+# always one error line naming the line, exit 2.
+
+
+def one_line_error(result, code, *words):
+    assert_error(result, code, *words)
+    assert len(result.stderr.splitlines()) == 1, f"the error is not one line: {result.stderr!r}"
+
+
+@pytest.mark.parametrize(
+    "name, content, words",
+    [
+        ("nul", b"SPLUNK_PROFILER_CALL_STACK_INTERVAL=10\x000\n", ["nul", ":1:"]),
+        ("escape", b"A=1\nK=\x1b[2J\x1b[31mred\n", ["control byte 0x1b", ":2:"]),
+        ("vt-in-key", b"A=1\n\nK\x0bX=1\n", ["control byte 0x0b", ":3:"]),
+        ("crlf", b"A=1\r\n", ["control byte 0x0d", ":1:"]),
+        ("long-line", b"A=" + b"x" * 5000 + b"\n", ["longer than", ":1:"]),
+        ("too-large", b"#" * (2 << 20) + b"\n", ["larger than"]),
+    ],
+    ids=["nul", "escape", "vt-in-key", "crlf", "long-line", "too-large"],
+)
+def test_bad_config_content(profd, live_pid, tmp_path, name, content, words):
+    """Old code read the NUL value as "10", passed control bytes into the
+    error, and split long lines."""
+    path = tmp_path / f"{name}.env"
+    path.write_bytes(content)
+    result = profd.run("--config", path, "--pid", live_pid, "--duration", "1", timeout=20)
+    one_line_error(result, USAGE, *words)
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_config_not_a_regular_file(profd, live_pid, tmp_path, kind):
+    """Old code hung on /dev/zero (70% CPU) and on a FIFO with no writer,
+    and read a directory as an empty file."""
+    path = {"dev-zero": "/dev/zero", "fifo": tmp_path / "fifo", "directory": tmp_path}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    started = time.monotonic()
+    result = profd.run("--config", path, "--pid", live_pid, "--duration", "1", timeout=10)
+    assert time.monotonic() - started < 5
+    one_line_error(result, USAGE, "not a regular file")
+
+
+def test_config_path_with_control_bytes_is_one_line(profd, live_pid, tmp_path):
+    result = profd.run("--config", tmp_path / "a\nb\x1b[31m", "--pid", live_pid, "--duration", "1")
+    one_line_error(result, USAGE, "\\x0ab\\x1b[31m")

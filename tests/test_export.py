@@ -145,6 +145,7 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
 
     now_ns = time.time_ns()
     all_samples = []
+    inlined_seen = False
     for resource, scope, record in records:
         prof = decode_body(record)
         samples = prof["samples"]
@@ -157,7 +158,9 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
         assert record.observed_time_unix_nano - record.time_unix_nano < 3e9
         # 100 ms ticks, 1 s records: several instants per record, each with its own time.
         assert len(times) <= 12, times
-        assert attributes(record)["profiling.data.total.frame.count"][1] == sum(s["locations"] for s in samples)
+        # Frames, not locations: every Line of every Location (inlined functions count).
+        assert attributes(record)["profiling.data.total.frame.count"][1] == sum(len(s["frames"]) for s in samples)
+        inlined_seen = inlined_seen or any(len(s["frames"]) > s["locations"] for s in samples)
         for s in samples:
             num, text = s["num_labels"], s["labels"]
             assert num["source.event.period"] == [100]
@@ -165,6 +168,7 @@ def test_record_layout_resource_and_body(profd, targets, start_target, decode_bo
             assert "trace_id" not in text and "span_id" not in text
             assert all(f["function"] and f["system_name"] == f["function"] for f in s["frames"]), s["frames"]
         all_samples += samples
+    assert inlined_seen, "chain_inline is inlined: some sample must have more frames than locations"
     assert max(len({s["num_labels"]["source.event.time"][0] for s in decode_body(r)["samples"]}) for _, _, r in records) > 1
 
     busy_tid = next(tid for tid, name in ((int(t.name), (t / "comm").read_text().strip())
@@ -346,6 +350,71 @@ def test_bad_endpoint_is_a_usage_error(profd, endpoint, why):
 def test_bad_export_settings_are_usage_errors(profd, args, env, message):
     result = profd.run("--pid", os.getpid(), *args, output=None, env=env, timeout=10)
     assert result.returncode == 2 and len(result.error_lines) == 1 and message in result.error_lines[0], str(result)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "x-a=b%0D%0AX-Evil: 1"}, "byte 0x0d"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "x-a=b\nc"}, "byte 0x0a"),
+    ({"OTEL_EXPORTER_OTLP_LOGS_HEADERS": "x-a=tab\there"}, "byte 0x09"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "x-a=caf%C3%A9"}, "byte 0xc3"),
+    ({"OTEL_EXPORTER_OTLP_HEADERS": "x%0D%0Aa=b"}, "not a valid gRPC metadata key"),
+    ({"SPLUNK_ACCESS_TOKEN": "s3cret\r\n"}, "SPLUNK_ACCESS_TOKEN"),
+    ({"SPLUNK_ACCESS_TOKEN": "s3\x1bcret"}, "byte 0x1b"),
+], ids=["header-crlf-encoded", "header-lf", "header-tab", "header-utf8", "key-crlf", "token-crlf",
+        "token-escape"])
+def test_control_bytes_in_headers_or_token_are_usage_errors(profd, env, message):
+    """Old code accepted them (exit 0) and then every request failed."""
+    result = profd.run("--pid", os.getpid(), "--duration", 1, "--endpoint", "http://127.0.0.1:9",
+                       output=None, env=env, timeout=10)
+    assert result.returncode == 2 and len(result.error_lines) == 1 and message in result.error_lines[0], str(result)
+    assert result.stderr.count("\n") == 1, f"one line expected:\n{result.stderr!r}"
+
+
+def test_binary_header_value_may_hold_any_byte(profd, targets, start_target):
+    """A "-bin" key's value is base64'd by gRPC: no byte is refused."""
+    target = start_target(targets.chain)
+    with Receiver() as receiver:
+        result = profd.run("--pid", target.pid, "--duration", 1.2, "--interval", 100, "--endpoint",
+                           receiver.endpoint, env={"OTEL_EXPORTER_OTLP_HEADERS": "x-a-bin=%01%FF%0D"})
+        records, metadata = receiver.records(), receiver.metadata
+    assert result.returncode == 0 and not result.error_lines, str(result)
+    assert records and all(m.get("x-a-bin") == b"\x01\xff\r" for m in metadata), metadata
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("directory", "a directory"), ("not-pem", "no PEM certificate"), ("fifo", "not a regular file"),
+    ("empty", "no PEM certificate"),
+])
+def test_bad_ca_file_is_a_usage_error(profd, tmp_path, kind, message):
+    """Old code: a directory gave exit 1 (read only when the exporter
+    started), a non-PEM file was accepted."""
+    path = tmp_path / "ca.pem"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.write_bytes(b"" if kind == "empty" else b"this is not a certificate\n")
+    result = profd.run("--pid", os.getpid(), "--duration", 1, "--endpoint", "https://127.0.0.1:9",
+                       output=None, env={"OTEL_EXPORTER_OTLP_CERTIFICATE": str(path)}, timeout=10)
+    assert result.returncode == 2 and len(result.error_lines) == 1, str(result)
+    assert message in result.error_lines[0] and "CA file" in result.error_lines[0], str(result)
+
+
+def test_grpc_log_lines_go_through_our_log_and_rate_limit(profd):
+    """grpc's own lines (here its trace output, thousands a second) are
+    ours: prefixed, one line each, and held to --watch's limit of 100 lines
+    per 10 s.  Old code let 200+ raw grpc lines through in 3 s."""
+    proc = profd.start("--watch", "-vv", "--deny", "!env:PROFD_NEVER_SET=1", "--endpoint", "http://127.0.0.1:9",
+                       output=None, env={"GRPC_VERBOSITY": "debug", "GRPC_TRACE": "all"})
+    time.sleep(3)
+    proc.send_signal(2)
+    result = profd.finish(proc)
+    lines = result.stderr.splitlines()
+    foreign = [l for l in lines if not l.startswith("splunk-profd: ")]
+    assert not foreign, f"{len(foreign)} lines bypass our log, e.g. {foreign[:3]}"
+    assert any(": grpc: " in l for l in lines), "no grpc line at all: is the trace on?"
+    assert len(lines) <= 100 + 5, f"{len(lines)} lines in 3 s: the rate limit does not hold"
 
 
 @pytest.mark.parametrize("args, env, exported", [

@@ -268,6 +268,37 @@ def test_sighup_changes_interval_keeps_targets_sigterm_releases(watch, tmp_path)
         assert p.poll() is None
 
 
+def test_sighup_bad_config_warns_keeps_settings_sigterm_works(watch, tmp_path):
+    """A SIGHUP re-read of a FIFO (old code: the main thread blocked in
+    open(), so SIGTERM was then ignored), of a NUL or of a directory: one
+    warning each, the old settings kept, SIGTERM still stops at once."""
+    config = tmp_path / "profd.env"
+    config.write_text("SPLUNK_PROFILER_CALL_STACK_INTERVAL=100\n")
+    daemon = watch.start_daemon("--config", config, interval=None)
+    busy = watch.spawn(BUSY.format(secs=60))
+    wait_for(lambda: traced_by(busy.pid, daemon), 5, "target traced")
+    bad = [("fifo", "not a regular file"), ("nul", "NUL byte"), ("dir", "not a regular file")]
+    for n, (kind, words) in enumerate(bad, 1):
+        config.unlink() if not config.is_dir() else config.rmdir()
+        if kind == "fifo":
+            os.mkfifo(config)
+        elif kind == "nul":
+            config.write_bytes(b"SPLUNK_PROFILER_CALL_STACK_INTERVAL=20\x00\n")
+        else:
+            config.mkdir()
+        daemon.send_signal(signal.SIGHUP)
+        wait_for(lambda: watch.log().count("reload ignored") == n, 3, f"the {kind} reload warning")
+        line = [l for l in watch.log().splitlines() if "reload ignored" in l][-1]
+        assert words in line and line.startswith("splunk-profd: warning: "), line
+    assert "reloaded" not in watch.log()
+    started = time.monotonic()
+    daemon.send_signal(signal.SIGTERM)
+    assert daemon.wait(timeout=5) == 0, watch.log()
+    assert time.monotonic() - started < 3
+    assert no_thread_traced_or_stopped(busy.pid)
+    assert set(periods_in(watch.read_profile(watch.output))) == {100}
+
+
 def test_sighup_switches_export_collector_without_losing_queued_records(watch, tmp_path):
     """SIGHUP re-reads the export connection (endpoint, headers) from the
     --config file: records queued while the first collector was down go to

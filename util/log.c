@@ -1,7 +1,8 @@
 /* log.c — see log.h.  The level threshold and the rate limiter are the
  * process-wide state outside the registry (stderr is process-wide too):
  * both are set once from main before any thread starts; the limiter's
- * counters are guarded by a mutex because every thread may log. */
+ * counters are guarded by a mutex because every thread may log.  Every
+ * message is one line: control bytes in it are escaped. */
 #include "util/log.h"
 
 #include <pthread.h>
@@ -57,19 +58,37 @@ static bool limiter__admit(enum log_level level, unsigned int *suppressed)
         return admit;
 }
 
+/* Control bytes (a newline in a path, an escape sequence from a config
+ * file or from gRPC) become \xNN, so that a message is always one line
+ * and cannot rewrite the terminal.  Tab stays. */
+static void log__escape(const char *in, char *out, size_t size)
+{
+        size_t n = 0;
+
+        for (; *in && n + 5 < size; in++) {
+                unsigned char c = (unsigned char)*in;
+                if ((c < 0x20 && c != '\t') || c == 0x7f)
+                        n += (size_t)snprintf(out + n, size - n, "\\x%02x", c);
+                else
+                        out[n++] = (char)c;
+        }
+        out[n] = '\0';
+}
+
 /* Formats one line; `r` != 0 appends ": strerror(|r|)". */
 static void log__emit(enum log_level level, int r, const char *fmt, va_list ap)
 {
         static const char *const names[] = {"error", "warning", "notice", "info", "debug"};
         unsigned int suppressed;
-        char line[1024];
+        char raw[1024], line[4 * sizeof(raw)];
 
         if (level > log_threshold || !limiter__admit(level, &suppressed))
                 return;
         if (suppressed)
                 fprintf(stderr, "splunk-profd: warning: %u log lines suppressed (rate limit)\n",
                         suppressed);
-        vsnprintf(line, sizeof(line), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
+        log__escape(raw, line, sizeof(line));
         if (r)
                 fprintf(stderr, "splunk-profd: %s: %s: %s\n", names[level], line,
                         strerror(r < 0 ? -r : r));

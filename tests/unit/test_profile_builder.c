@@ -105,6 +105,8 @@ static void test_dedup(void)
         uint64_t stack[3] = {l1, l3, p3};
         int64_t values[2] = {3, 30000000};
         CHECK(profile_builder__add_sample(b, stack, 3, values, NULL, 0) == 0);
+        /* Frames, not locations: the inlined location is two. */
+        CHECK(profile_builder__frame_count(b) == 4);
         emit(b, "dedup");
 }
 
