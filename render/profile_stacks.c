@@ -21,7 +21,7 @@ static int64_t sample_value(const struct profile_builder *builder, size_t index)
 {
         if (builder->n_sample_types == 0)
                 return 1;
-        return builder->values[index * builder->n_sample_types];
+        return builder->values[index * builder->n_sample_types + builder->default_sample_type];
 }
 
 /* thread.os.id, process.pid and thread.name of one sample. */

@@ -24,7 +24,7 @@ struct ps_frame {
 struct ps_sample {
         const struct ps_frame *frames; /* root first */
         size_t n_frames;
-        int64_t value; /* the first sample type's value (1 per thread-sample) */
+        int64_t value; /* the default sample type's value (ns of CPU, or of wall with --wall) */
         int64_t pid, tid;
         const char *thread_name; /* "" when unknown */
 };
