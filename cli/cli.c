@@ -62,6 +62,8 @@ static const char record_text[] =
     "                         else 1000; 10 = 100 Hz)\n"
     "      --stack-bytes N    stack bytes copied per thread-sample (4096..1048576, default 32768)\n"
     "      --max-depth N      frames kept per stack (1..4096, default 1024)\n"
+    "      --wall             outputs show wall time (every sample: running, runnable,\n"
+    "                         blocked) instead of CPU time\n"
     "      --native=MODE      Python targets: native frames kept next to Python frames:\n"
     "                         default (outside the interpreter), all, python-only\n"
     "      --endpoint URL     export to this OTLP/gRPC collector (http:// or https://);\n"
@@ -276,6 +278,7 @@ enum {
         OPT_DENY,
         OPT_CONFIG,
         OPT_HEALTH_INTERVAL,
+        OPT_WALL,
 };
 
 static const struct option long_options[] = {
@@ -294,6 +297,7 @@ static const struct option long_options[] = {
     {"json", no_argument, NULL, 'j'},
     {"thread", required_argument, NULL, 't'},
     {"idle", no_argument, NULL, OPT_IDLE},
+    {"wall", no_argument, NULL, OPT_WALL},
     {"watch", no_argument, NULL, 'w'},
     {"allow", required_argument, NULL, OPT_ALLOW},
     {"deny", required_argument, NULL, OPT_DENY},
@@ -502,6 +506,9 @@ static bool apply_option(int opt, const char *arg, struct profd_config *config, 
         case 't':
         case OPT_IDLE:
                 return apply_view_option(opt, arg, config, error, error_size);
+        case OPT_WALL:
+                config->wall = true; /* the outputs show wall time, not CPU */
+                return true;
         case OPT_ENDPOINT:
         case OPT_NO_EXPORT:
         case OPT_FLUSH_INTERVAL:
@@ -532,6 +539,7 @@ static const int record_options[] = {'p',
                                      OPT_NO_EXPORT,
                                      OPT_FLUSH_INTERVAL,
                                      OPT_EXPORT_MEMORY,
+                                     OPT_WALL,
                                      0};
 static const int dump_options[] = {'p', 'j', 'v', OPT_STACK_BYTES, OPT_MAX_DEPTH, OPT_NATIVE, 0};
 static const int top_options[] = {'p',           'i',        't', 'v', OPT_IDLE, OPT_STACK_BYTES,
