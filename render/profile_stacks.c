@@ -100,6 +100,8 @@ int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn
         for (size_t s = 0; s < builder->n_samples; s++) {
                 const struct pb_sample_entry *entry = &builder->samples[s];
                 size_t n = 0;
+                if (sample_value(builder, s) == 0)
+                        continue; /* no CPU time: not part of what is shown */
                 if (reserve_frames(&frames, &capacity, frames_needed(builder, entry) + 1) < 0)
                         return -ENOMEM;
                 for (size_t i = entry->n_locations; i-- > 0;)

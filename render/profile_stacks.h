@@ -29,7 +29,8 @@ struct ps_sample {
         const char *thread_name; /* "" when unknown */
 };
 
-/* Called once per sample; a negative return stops the walk and is
+/* Called once per sample whose value is not 0 (a blocked sample has no CPU
+ * time); a negative return stops the walk and is
  * returned by profile_stacks__each. */
 typedef int (*profile_stack_fn)(void *arg, const struct ps_sample *sample);
 

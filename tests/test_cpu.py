@@ -123,3 +123,23 @@ def test_runnable_thread_is_labelled_runnable_and_cpu_sums_to_its_clock(profd, s
     assert 0.8 * prof.data["duration_nanos"] <= wall_sum <= 1.05 * prof.data["duration_nanos"], (
         f"wall sum {wall_sum} vs duration {prof.data['duration_nanos']}"
     )
+
+
+def test_outputs_show_cpu_by_default_and_wall_with_the_flag(profd, targets, start_target, tmp_path):
+    """target_epoll: two threads blocked in epoll_wait/read, one spinning.
+    The collapsed output counts CPU by default (the blocked stacks carry
+    none, so they are left out) and every sample's wall time with --wall."""
+    target = start_target(targets.epoll)
+    stacks = {}
+    for flags in ((), ("--wall",)):
+        out = tmp_path / f"collapsed{len(flags)}.txt"
+        result = profd.run("--pid", target.pid, "--duration", 2, "--interval", 10, *flags, output=out)
+        assert result.returncode == 0, str(result)
+        lines = [l.rsplit(" ", 1) for l in out.read_text().splitlines() if l]
+        stacks[flags] = {stack: int(value) for stack, value in lines}
+    cpu, wall = stacks[()], stacks[("--wall",)]
+    assert cpu and not any("epoll_wait" in s for s in cpu), cpu
+    assert any("epoll_wait" in s for s in wall), wall
+    # Wall: about 2 s per thread, in ns; CPU: at most the spinner's 2 s.
+    assert sum(wall.values()) > 1.5 * sum(cpu.values()), (sum(wall.values()), sum(cpu.values()))
+    target.proc.stdin.close()
