@@ -155,18 +155,29 @@ static bool parse_u64(const char **p, uint64_t *value)
         return true;
 }
 
-bool proc_thread__sched_key(const struct proc_thread_files *files, uint64_t *key)
+bool proc_thread__schedstat(const struct proc_thread_files *files, struct proc_schedstat *out)
 {
         char buf[128];
         const char *p = buf;
-        uint64_t run_ns, wait_ns, slices;
+        struct proc_schedstat s;
 
-        if (read_small(files->schedstat_fd, buf, sizeof(buf)) <= 0 || !parse_u64(&p, &run_ns) ||
-            !parse_u64(&p, &wait_ns) || !parse_u64(&p, &slices) || (run_ns == 0 && slices == 0))
+        if (read_small(files->schedstat_fd, buf, sizeof(buf)) <= 0 ||
+            !parse_u64(&p, &s.on_cpu_ns) || !parse_u64(&p, &s.run_delay_ns) ||
+            !parse_u64(&p, &s.arrivals) || (s.on_cpu_ns == 0 && s.arrivals == 0))
+                return false;
+        *out = s;
+        return true;
+}
+
+bool proc_thread__sched_key(const struct proc_thread_files *files, uint64_t *key)
+{
+        struct proc_schedstat s;
+
+        if (!proc_thread__schedstat(files, &s))
                 return false;
         /* Both only grow: the CPU time moves when the thread is switched
-         * out, the slice count when it is switched in. */
-        *key = run_ns + slices;
+         * out, the arrival count when it is switched in. */
+        *key = s.on_cpu_ns + s.arrivals;
         return true;
 }
 

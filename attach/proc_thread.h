@@ -54,6 +54,24 @@ bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pi
  * reads all zeros (scheduler statistics off). */
 bool proc_thread__sched_key(const struct proc_thread_files *files, uint64_t *key);
 
+/* The kernel's scheduler accounting of one thread
+ * (/proc/PID/task/TID/schedstat). */
+struct proc_schedstat {
+        /* Time on a CPU (sum_exec_runtime).  Brought up to date when the
+         * thread leaves a CPU and at each scheduler tick, so for a thread
+         * on a CPU it lags by up to one tick. */
+        uint64_t on_cpu_ns;
+        /* Time spent runnable, waiting for a CPU (run_delay).  A wait is
+         * added when it ends, i.e. when the thread arrives on a CPU: the
+         * wait in progress is not in it. */
+        uint64_t run_delay_ns;
+        uint64_t arrivals; /* times put on a CPU (pcount) */
+};
+
+/* Reads schedstat.  False when unavailable or all zeros (scheduler
+ * statistics compiled out). */
+bool proc_thread__schedstat(const struct proc_thread_files *files, struct proc_schedstat *out);
+
 /* Thread name (comm), NUL-terminated, at most 15 characters. */
 bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
 

@@ -89,6 +89,7 @@ static void handle_our_interrupt(struct target *target, struct tthread *thread,
                                  struct ptrace_event_counts *counts)
 {
         thread->interrupt_pending = false;
+        thread->stop_seen_ns = monotonic_ns();
         if (handlers->on_interrupt_stop && !target->releasing)
                 handlers->on_interrupt_stop(arg, target, thread);
         repair_eintr(target, thread, counts);
@@ -98,6 +99,8 @@ static void handle_our_interrupt(struct target *target, struct tthread *thread,
         }
         resume(thread->tid, 0);
         thread->last_pause_ns = monotonic_ns() - thread->interrupt_ns;
+        if (handlers->on_resumed)
+                handlers->on_resumed(arg, target, thread);
 }
 
 static void handle_event_stop(struct target *target, struct tthread *thread, int sig,

@@ -23,6 +23,9 @@ struct ptrace_event_handlers {
         /* `thread` stopped because we interrupted it; it is resumed as soon
          * as this returns, and thread->last_pause_ns is set. */
         void (*on_interrupt_stop)(void *arg, struct target *target, struct tthread *thread);
+        /* Right after that stop's resume (may be NULL): the thread runs
+         * again, so reading its /proc files is allowed here. */
+        void (*on_resumed)(void *arg, struct target *target, struct tthread *thread);
         /* The process exited, or execed (`execed` set; mappings changed).
          * At exec the caller may set target->releasing: the leader is then
          * detached in the exec stop, before the new program runs. */

@@ -58,6 +58,7 @@ struct tthread {
         bool group_stopped;     /* in group-stop, held with PTRACE_LISTEN */
         uint64_t interrupt_ns;  /* CLOCK_MONOTONIC when interrupted */
         uint64_t last_pause_ns; /* interrupt to resume, of the last stop */
+        uint64_t stop_seen_ns;  /* CLOCK_MONOTONIC when that stop was reported */
         bool captured;          /* `capture` holds this tick's sample */
         bool blocked_candidate; /* sampler: looked blocked this tick, at blocked_at */
         bool reuse_last_stack;  /* sampler: idle, record last_stack again */
@@ -71,6 +72,18 @@ struct tthread {
         uint64_t idle_run_count;
         struct thread_stack last_stack;
         bool last_stack_valid;
+        /* Scheduler accounting (engine/sampler.c): the thread's state and
+         * CPU time per sample. */
+        struct proc_schedstat sched_before;  /* this tick, before acting */
+        struct proc_schedstat sched_resumed; /* just after its resume */
+        bool sched_before_valid, sched_resumed_valid;
+        struct proc_schedstat sched_seen; /* at its last sample */
+        uint64_t sched_seen_ns;           /* CLOCK_MONOTONIC of that read, 0: none */
+        bool sched_seen_stopped;          /* that sample was taken by a stop */
+        uint64_t cpu_charged_ns;          /* on_cpu_ns already charged to samples */
+        bool cpu_charged_valid;
+        uint64_t last_sample_ns; /* CLOCK_MONOTONIC of the last sample, 0: none */
+        uint8_t sample_state;    /* this tick's state (engine/sampler.c) */
         /* Span context (context/context_reader.c). */
         uint32_t context_slot;  /* slot index + 1 in the segment, 0: none */
         uint64_t context_start; /* start time from /proc (stat field 22), 0: unread */

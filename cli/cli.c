@@ -400,6 +400,12 @@ static enum cli_result on_idle(struct parse *parse, const char *arg)
         return CLI_RUN;
 }
 
+static enum cli_result on_wall(struct parse *parse, const char *arg)
+{
+        parse->config->wall = true; /* the outputs show wall time, not CPU */
+        return CLI_RUN;
+}
+
 static enum cli_result on_name(struct parse *parse, const char *arg)
 {
         if (!*arg)
@@ -705,6 +711,11 @@ static const struct cli_option options[] = {
      .commands = FOR_ALL,
      .apply = on_max_depth,
      .help = "frames kept per stack (1..4096, default 1024)"},
+    {.name = "wall",
+     .commands = FOR_RECORD,
+     .apply = on_wall,
+     .help = "outputs show wall time (every sample: running, runnable,\n"
+             "blocked) instead of CPU time"},
     {.name = "native",
      .value = "MODE",
      .joined = true,

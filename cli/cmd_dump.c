@@ -42,6 +42,7 @@ struct dump_thread {
         char python_name[64]; /* threading.Thread.name, "" when unknown */
         bool sampled;
         bool blocked;
+        char state[16]; /* running, runnable or blocked (sample_record) */
         long syscall_nr;
         bool has_thread_id;
         int64_t thread_id; /* Python threading.get_ident() */
@@ -186,6 +187,7 @@ static void cmd_dump__on_sample(void *arg, const struct sample_event *event)
         snprintf(thread->python_name, sizeof(thread->python_name), "%s",
                  record->python_thread_name ? record->python_thread_name : "");
         thread->blocked = strcmp(record->thread_state, "blocked") == 0;
+        snprintf(thread->state, sizeof(thread->state), "%s", record->thread_state);
         thread->syscall_nr = event->syscall_nr;
         thread->has_thread_id = record->merged && record->merged->has_thread_ident;
         thread->thread_id = record->thread_id;
@@ -245,7 +247,7 @@ static void print_thread_text(const struct dump_thread *thread, FILE *out)
                 fprintf(out, " blocked in %s",
                         syscall_names__get(thread->syscall_nr, buffer, sizeof(buffer)));
         else
-                fputs(thread->blocked ? " blocked" : " running", out);
+                fprintf(out, " %s", thread->state);
         if (thread->python_name[0])
                 fprintf(out, "  python_name=\"%s\"", thread->python_name);
         if (thread->has_thread_id)
@@ -313,10 +315,11 @@ static void print_thread_json(const struct dump_thread *thread, FILE *out)
 
         fprintf(out, "{\"tid\":%d,\"name\":", (int)thread->tid);
         json_text__string(out, thread->name);
-        fprintf(out, ",\"sampled\":%s,\"state\":%s", thread->sampled ? "true" : "false",
-                !thread->sampled  ? "null"
-                : thread->blocked ? "\"blocked\""
-                                  : "\"running\"");
+        fprintf(out, ",\"sampled\":%s,\"state\":", thread->sampled ? "true" : "false");
+        if (thread->sampled)
+                json_text__string(out, thread->state);
+        else
+                fputs("null", out);
         fputs(",\"syscall\":", out);
         if (thread->sampled && thread->blocked && thread->syscall_nr >= 0)
                 json_text__string(out,

@@ -393,6 +393,7 @@ int cmd_top__run(struct registry *registry, int signal_fd, struct launch *launch
         (void)!write(registry->stop_fd, &one, sizeof(one));
         pthread_join(tracer, NULL);
         tui__leave(&view.tui);
+        tracer__warn_if_behind(registry);
         if (registry->attach_error) {
                 log_error("%s", registry->attach_why);
                 status = registry->attach_exit_code;

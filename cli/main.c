@@ -372,16 +372,27 @@ static void print_summary(const struct registry *registry)
         format_export_summary(registry, export_summary, sizeof(export_summary));
         fprintf(stderr,
                 "splunk-profd: summary: targets=%zu threads=%llu samples=%llu skipped=%llu "
-                "pause_p50_us=%llu pause_p99_us=%llu errors=%llu stopped=%llu blocked=%llu "
+                "pause_p50_us=%llu pause_p99_us=%llu held_p50_us=%llu held_p99_us=%llu "
+                "waited_p50_us=%llu waited_p99_us=%llu ticks_asked=%llu ticks_taken=%llu "
+                "samples_asked=%llu running=%llu runnable=%llu cpu_charged_ms=%llu "
+                "errors=%llu stopped=%llu blocked=%llu "
                 "reused=%llu restopped=%llu merge_failed=%llu signals_forwarded=%llu "
                 "eintr_repaired=%llu interrupts_consumed=%llu cpu_ms=%llu%s\n",
                 registry->targets.n_targets, (unsigned long long)s->max_threads,
                 (unsigned long long)s->samples, (unsigned long long)s->skipped,
                 (unsigned long long)run_stats__pause_percentile_us(s, 0.50),
                 (unsigned long long)run_stats__pause_percentile_us(s, 0.99),
-                (unsigned long long)s->errors, (unsigned long long)s->samples_stopped,
-                (unsigned long long)s->samples_blocked, (unsigned long long)s->samples_reused,
-                (unsigned long long)s->samples_restopped, (unsigned long long)s->merge_failed,
+                (unsigned long long)pause_histogram__percentile_us(&s->held, 0.50),
+                (unsigned long long)pause_histogram__percentile_us(&s->held, 0.99),
+                (unsigned long long)pause_histogram__percentile_us(&s->waited, 0.50),
+                (unsigned long long)pause_histogram__percentile_us(&s->waited, 0.99),
+                (unsigned long long)(s->ticks + s->ticks_missed), (unsigned long long)s->ticks,
+                (unsigned long long)s->thread_samples_asked, (unsigned long long)s->samples_running,
+                (unsigned long long)s->samples_runnable,
+                (unsigned long long)(s->cpu_charged_ns / 1000000u), (unsigned long long)s->errors,
+                (unsigned long long)s->samples_stopped, (unsigned long long)s->samples_blocked,
+                (unsigned long long)s->samples_reused, (unsigned long long)s->samples_restopped,
+                (unsigned long long)s->merge_failed,
                 (unsigned long long)registry->events.signals_reinjected,
                 (unsigned long long)registry->events.eintr_repaired,
                 (unsigned long long)registry->events.interrupts_consumed,
@@ -519,6 +530,7 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
                 }
         }
         progress__clear(&progress);
+        tracer__warn_if_behind(registry);
         if (registry->exporter)
                 exporter__stop(registry->exporter,
                                registry->attach_error ? 0 : EXPORT_SHUTDOWN_DEADLINE_MS);

@@ -16,13 +16,15 @@
 
 int registry__init(struct registry *registry, const struct profd_config *config)
 {
+        /* sample_recorder.h gives every sample these three values. */
         struct profile_builder_options options = {
-            .n_sample_types = 1,
-            .sample_type = {"samples"},
-            .sample_unit = {"count"},
+            .n_sample_types = 3,
+            .sample_type = {"samples", "cpu", "wall"},
+            .sample_unit = {"count", "nanoseconds", "nanoseconds"},
             .period_type = "cpu",
             .period_unit = "nanoseconds",
             .period = config->interval_ms * 1000000,
+            .default_sample_type = config->wall ? 2 : 1,
         };
 
         memset(registry, 0, sizeof(*registry));

@@ -167,7 +167,7 @@ void top_table__on_sample(void *arg, const struct sample_event *event)
 {
         struct top_table *table = arg;
         const struct sample_record *record = event->record;
-        bool blocked = strcmp(record->thread_state, "blocked") == 0;
+        bool blocked = strcmp(record->thread_state, "running") != 0; /* idle: not on a CPU */
         struct count_walk walk = {
             .table = table,
             .key = {.table = table, .tid = record->tid, .blocked = blocked},

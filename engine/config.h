@@ -41,6 +41,7 @@ struct profd_config {
         bool format_given;         /* --format was given (else from --output's extension) */
         bool json;                 /* dump: --json */
         bool include_idle;         /* top: count blocked (idle) samples too: --idle */
+        bool wall;                 /* record: outputs show wall time, not CPU: --wall */
         const char *thread_filter; /* top: --thread NAME|TID, NULL = all */
         uint64_t max_ticks;        /* stop after this many ticks (dump: 1), 0 = no limit */
         size_t n_pids;

@@ -57,6 +57,33 @@
 #define EVENTS_EVERY_NS   (1000ull * 1000)
 #define SPIN_FOR_STOPS_NS (60ull * 1000)
 #define SPIN_BACKOFF_MAX  64 /* ticks */
+/* An interrupted thread whose run-queue wait (schedstat run_delay) grew by
+ * more than this between the read before the interrupt and the one after
+ * the resume had to wait for a CPU to reach its stop: its sample is
+ * `runnable`.  A thread on a CPU reaches its stop without waiting.  The
+ * wait that ended at its arrival may have begun before the tick (it was
+ * runnable) or after it (something, often the tracer's own wake-up,
+ * preempted it): both are `runnable`, which drops the second kind, a
+ * loss without bias, where subtracting the time since the tick (tried)
+ * let recently woken threads count as running, at their syscall's exit
+ * (README, "Running, runnable, blocked", for the measurements). */
+#define RUNNABLE_WAIT_NS (20ull * 1000)
+/* schedstat's on-CPU time of a thread that stays on its CPU moves only at
+ * scheduler ticks (1-10 ms): an unchanged value means "has not run" only
+ * once this much time has passed. */
+#define NOT_RUN_MIN_NS (10ull * 1000 * 1000)
+
+enum sample_state {
+        SAMPLE_RUNNING,  /* on a CPU */
+        SAMPLE_RUNNABLE, /* ready, waiting for a CPU */
+        SAMPLE_BLOCKED,  /* in a syscall or asleep */
+};
+
+static const char *const sample_state_names[] = {
+    [SAMPLE_RUNNING] = "running",
+    [SAMPLE_RUNNABLE] = "runnable",
+    [SAMPLE_BLOCKED] = "blocked",
+};
 
 /* Only while the tick waits for its stops (registry->taking_stops) is an
  * interrupt stop captured.  One that arrives later (after wait_for_stops
@@ -88,15 +115,59 @@ void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread
                 context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
 
+/* Right after the resume, as close to it as possible: the run-queue wait
+ * the thread adds from now on is accounted only when it next arrives on a
+ * CPU, so this read's run_delay is the wait before the stop arrived. */
+void sampler__on_resumed(void *arg, struct target *target, struct tthread *thread)
+{
+        (void)arg;
+        (void)target;
+        if (thread->captured)
+                thread->sched_resumed_valid =
+                    proc_thread__schedstat(&thread->files, &thread->sched_resumed);
+}
+
 /* Phase 1, first step: a thread whose last sample was taken while it was
  * blocked, and that has not been on a CPU since, is still there: its last
- * stack is reused after one read of schedstat. */
+ * stack is reused.  Reads schedstat (this tick's sched_before) once. */
 static bool still_idle(struct tthread *thread)
 {
+        const struct proc_schedstat *now = &thread->sched_before;
         uint64_t key;
 
-        return thread->idle_key_valid && thread->last_stack_valid &&
-               proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
+        if (!thread->idle_key_valid || !thread->last_stack_valid)
+                return false;
+        if (thread->sched_before_valid)
+                return now->on_cpu_ns + now->arrivals == thread->idle_run_count;
+        return proc_thread__sched_key(&thread->files, &key) && key == thread->idle_run_count;
+}
+
+/* Phase 1, second step: a thread last sampled by a stop that has not
+ * arrived on a CPU since (same on-CPU time and arrival count as right after
+ * that resume, long enough ago for a tick to have moved them) and is
+ * runnable: it is still waiting for a CPU where it was.  Its last stack is
+ * reused, without a stop, as `runnable`. */
+static bool waiting_since_stop(struct tthread *thread, uint64_t now_ns)
+{
+        const struct proc_schedstat *now = &thread->sched_before, *seen = &thread->sched_seen;
+
+        return thread->sched_seen_stopped && thread->last_stack_valid &&
+               thread->sched_before_valid && thread->sched_seen_ns &&
+               now_ns - thread->sched_seen_ns >= NOT_RUN_MIN_NS &&
+               now->on_cpu_ns == seen->on_cpu_ns && now->arrivals == seen->arrivals &&
+               proc_thread__state(&thread->files) == 'R';
+}
+
+/* This tick's schedstat of a thread, before anything is done to it; the
+ * first one is where its CPU time starts being charged. */
+static void read_sched_before(struct tthread *thread)
+{
+        thread->sched_resumed_valid = false;
+        thread->sched_before_valid = proc_thread__schedstat(&thread->files, &thread->sched_before);
+        if (thread->sched_before_valid && !thread->cpu_charged_valid) {
+                thread->cpu_charged_ns = thread->sched_before.on_cpu_ns;
+                thread->cpu_charged_valid = true;
+        }
 }
 
 /* The copy buffers of a thread whose stack will be reused go back to the
@@ -107,9 +178,11 @@ static void give_back_buffers(struct registry *registry, struct tthread *thread)
 }
 
 /* An idle thread: its last stack is recorded again. */
-static void reuse_last_stack(struct registry *registry, struct tthread *thread)
+static void reuse_last_stack(struct registry *registry, struct tthread *thread,
+                             enum sample_state state)
 {
         thread->reuse_last_stack = true;
+        thread->sample_state = (uint8_t)state;
         give_back_buffers(registry, thread);
 }
 
@@ -153,8 +226,13 @@ static size_t interrupt_running_threads(struct registry *registry)
                         thread->reuse_last_stack = false;
                         if (thread->group_stopped || thread->interrupt_pending)
                                 continue;
+                        read_sched_before(thread);
                         if (still_idle(thread)) {
-                                reuse_last_stack(registry, thread);
+                                reuse_last_stack(registry, thread, SAMPLE_BLOCKED);
+                                continue;
+                        }
+                        if (waiting_since_stop(thread, monotonic_ns())) {
+                                reuse_last_stack(registry, thread, SAMPLE_RUNNABLE);
                                 continue;
                         }
                         switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
@@ -282,7 +360,7 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 goto skipped;
         if (thread->idle_key_valid && thread->last_stack_valid &&
             same_point(&before, &thread->idle_point) && runs_before == thread->idle_run_count) {
-                reuse_last_stack(registry, thread);
+                reuse_last_stack(registry, thread, SAMPLE_BLOCKED);
                 return;
         }
         (void)capture__ready(&thread->capture);
@@ -442,17 +520,96 @@ static void emit_sample(struct registry *registry, struct target *target,
         registry->sink.on_sample(registry->sink.arg, &event);
 }
 
+/* The state of a thread's sample this tick.  An interrupted thread is
+ * `runnable` when its run-queue wait grew by more than RUNNABLE_WAIT_NS
+ * between the read before the interrupt and the one after the resume,
+ * else `running`. */
+static enum sample_state classify(const struct tthread *thread, bool stopped)
+{
+        if (thread->reuse_last_stack && !thread->captured)
+                return (enum sample_state)thread->sample_state;
+        if (!stopped || thread->needs_stop)
+                return SAMPLE_BLOCKED;
+        if (!thread->sched_before_valid || !thread->sched_resumed_valid)
+                return SAMPLE_RUNNING; /* no schedstat: /proc's "running" */
+        return thread->sched_resumed.run_delay_ns - thread->sched_before.run_delay_ns >
+                       RUNNABLE_WAIT_NS
+                   ? SAMPLE_RUNNABLE
+                   : SAMPLE_RUNNING;
+}
+
+/* Whether a sample's stack is where the thread last ran, taken at a point
+ * that does not depend on the code: a `running` sample, or a `runnable`
+ * one stopped outside any system call (orig_rax -1), which was preempted
+ * there, since a thread can only go to sleep inside a call.  A runnable
+ * thread stopped at a call's exit was woken from it: charging it would
+ * charge CPU to every epoll_wait a busy host makes a thread wait after. */
+static bool takes_cpu(const struct tthread *thread, enum sample_state state)
+{
+        if (state == SAMPLE_RUNNING)
+                return true;
+        return state == SAMPLE_RUNNABLE && thread->captured &&
+               thread->capture.kind == CAPTURE_STOPPED && (long)thread->capture.regs.orig_rax < 0;
+}
+
+/* The sample's values.  cpu: the thread's on-CPU time (the kernel's
+ * accounting) not yet charged, charged only where takes_cpu() says, so
+ * that run-queue and blocked time never is: it accrues to the thread's
+ * next such sample; without schedstat, the wall time since its last
+ * sample for a running one.  wall: the time since its last sample. */
+static void sample_values(struct registry *registry, struct tthread *thread,
+                          enum sample_state state, uint64_t tick_ns, struct sample_record *record)
+{
+        const struct proc_schedstat *now =
+            thread->sched_resumed_valid ? &thread->sched_resumed : &thread->sched_before;
+        bool known = thread->sched_resumed_valid || thread->sched_before_valid;
+        uint64_t wall = thread->last_sample_ns && tick_ns > thread->last_sample_ns
+                            ? tick_ns - thread->last_sample_ns
+                            : (uint64_t)registry->config.interval_ms * 1000000u;
+
+        record->wall_ns = (int64_t)wall;
+        record->cpu_ns = 0;
+        if (takes_cpu(thread, state) && known && thread->cpu_charged_valid) {
+                if (now->on_cpu_ns > thread->cpu_charged_ns)
+                        record->cpu_ns = (int64_t)(now->on_cpu_ns - thread->cpu_charged_ns);
+                thread->cpu_charged_ns = now->on_cpu_ns;
+        } else if (state == SAMPLE_RUNNING && !known) {
+                record->cpu_ns = (int64_t)wall;
+        }
+        thread->last_sample_ns = tick_ns;
+        if (thread->reuse_last_stack && !thread->captured)
+                return; /* still waiting where it was: keep the old reference */
+        thread->sched_seen_stopped = state != SAMPLE_BLOCKED && known;
+        thread->sched_seen = *now;
+        thread->sched_seen_ns = monotonic_ns();
+}
+
+/* The pause of an interrupted thread, in two: waited for the stop
+ * (interrupt to the stop being reported: mostly the thread's run-queue
+ * wait) and held by us (report to resume). */
+static void add_pause(struct run_stats *stats, const struct tthread *thread)
+{
+        uint64_t waited = thread->stop_seen_ns > thread->interrupt_ns
+                              ? thread->stop_seen_ns - thread->interrupt_ns
+                              : 0;
+
+        run_stats__add_pause(stats, thread->last_pause_ns,
+                             thread->last_pause_ns > waited ? thread->last_pause_ns - waited : 0,
+                             waited);
+}
+
 static void record_thread(struct registry *registry, struct target *target, struct tthread *thread,
-                          uint64_t tick_realtime_ns)
+                          uint64_t tick_realtime_ns, uint64_t tick_ns)
 {
         struct profiled_target *profiled = target->owner;
         bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
         const struct merged_stack *merged = thread->capture.interp.result;
+        enum sample_state state = classify(thread, stopped);
         struct sample_record record = {
             .pid = target->pid,
             .tid = thread->tid,
             .thread_name = thread->name,
-            .thread_state = stopped && !thread->needs_stop ? "running" : "blocked",
+            .thread_state = sample_state_names[state],
             .time_ns = tick_realtime_ns,
             .stack = &thread->last_stack,
             .thread_id = thread->tid, /* native: no runtime id beyond the tid */
@@ -474,6 +631,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
         }
         if (span.internal && !registry->include_internal_stacks)
                 return; /* the telemetry SDK's own thread */
+        sample_values(registry, thread, state, tick_ns, &record);
 
         if (registry->stats.ticks % NAME_REFRESH_TICKS == 1)
                 (void)proc_thread__comm(&thread->files, thread->name);
@@ -487,9 +645,12 @@ static void record_thread(struct registry *registry, struct target *target, stru
         if (profiled->otlp)
                 (void)otlp_target__record(profiled->otlp, profiled->space, &record);
         registry->stats.samples++;
+        registry->stats.samples_runnable += state == SAMPLE_RUNNABLE;
+        registry->stats.samples_running += state == SAMPLE_RUNNING;
+        registry->stats.cpu_charged_ns += (uint64_t)record.cpu_ns;
         if (stopped) {
                 registry->stats.samples_stopped++;
-                run_stats__add_pause(&registry->stats, thread->last_pause_ns);
+                add_pause(&registry->stats, thread);
         } else if (thread->captured) {
                 registry->stats.samples_blocked++;
         } else {
@@ -604,7 +765,7 @@ static void restop_blocked_threads(struct registry *registry)
 }
 
 /* Phase 5. */
-static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
+static void record_samples(struct registry *registry, uint64_t tick_realtime_ns, uint64_t tick_ns)
 {
         uint64_t threads = 0, checked_ns = monotonic_ns();
 
@@ -616,10 +777,12 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
                 for (size_t i = 0; i < target->n_threads; i++) {
                         struct tthread *thread = target->threads[i];
                         if (thread->captured || thread->reuse_last_stack)
-                                record_thread(registry, target, thread, tick_realtime_ns);
+                                record_thread(registry, target, thread, tick_realtime_ns, tick_ns);
                 }
                 handle_events_if_due(registry, &checked_ns);
         }
+        registry->stats.thread_samples_asked += threads;
+        registry->stats.last_threads = threads;
         if (threads > registry->stats.max_threads)
                 registry->stats.max_threads = threads;
 }
@@ -627,7 +790,7 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns)
 void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
 {
         size_t pending;
-        uint64_t begin = monotonic_ns();
+        uint64_t begin = monotonic_ns(), tick_ns = begin;
 
         registry->stats.ticks++;
         registry->taking_stops = true; /* until wait_for_stops ends */
@@ -636,6 +799,6 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
         begin = monotonic_ns();
         if (sample_and_unwind(registry) > 0)
                 restop_blocked_threads(registry);
-        record_samples(registry, tick_realtime_ns);
+        record_samples(registry, tick_realtime_ns, tick_ns);
         registry->stats.unwind_ns += monotonic_ns() - begin;
 }

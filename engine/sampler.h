@@ -8,6 +8,11 @@
  * tick is taking stops. */
 void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread *thread);
 
+/* The ptrace_event_handlers.on_resumed of that table: reads the resumed
+ * thread's schedstat, which tells whether it waited for a CPU before its
+ * stop arrived. */
+void sampler__on_resumed(void *arg, struct target *target, struct tthread *thread);
+
 /* Interrupts the running threads, waits for their stops, samples the
  * blocked ones without stopping them, then unwinds and records. */
 void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns);

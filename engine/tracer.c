@@ -215,6 +215,40 @@ static bool keep_running(struct registry *registry)
         return false;
 }
 
+/* Grid points between the tick just taken (`tick`) and the next one due
+ * were skipped: the tracer fell behind.  They count as asked for, with
+ * the threads the last tick saw. */
+static void note_missed_ticks(struct registry *registry, uint64_t tick, uint64_t due)
+{
+        if (due <= tick + 1)
+                return;
+        registry->stats.ticks_missed += due - tick - 1;
+        registry->stats.thread_samples_asked += (due - tick - 1) * registry->stats.last_threads;
+}
+
+/* One line at the end of a run that could not keep up, saying by how much:
+ * the profile then covers only part of the time.  A shortfall under
+ * BEHIND_WARN_PERCENT, or of fewer than BEHIND_WARN_TICKS ticks (the first
+ * symbolization of a process costs a few at 100 Hz), is only in the
+ * summary's counts. */
+#define BEHIND_WARN_PERCENT 5
+#define BEHIND_WARN_TICKS   10
+
+void tracer__warn_if_behind(const struct registry *registry)
+{
+        const struct run_stats *s = &registry->stats;
+        uint64_t asked = s->ticks + s->ticks_missed;
+
+        if (s->ticks_missed < BEHIND_WARN_TICKS ||
+            s->ticks_missed * 100 < asked * BEHIND_WARN_PERCENT)
+                return;
+        log_warning("the sampler fell behind: %llu of %llu ticks taken (%.0f%%), %llu of %llu "
+                    "thread-samples; raise --interval for full coverage",
+                    (unsigned long long)s->ticks, (unsigned long long)asked,
+                    100.0 * (double)s->ticks / (double)asked, (unsigned long long)s->samples,
+                    (unsigned long long)s->thread_samples_asked);
+}
+
 static void run_loop(struct registry *registry, int timer_fd)
 {
         uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
@@ -253,6 +287,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                                 break; /* dump: exactly one tick */
                         /* Catch up without bursts if a tick overran. */
                         uint64_t due = (monotonic_ns() - grid_start) / interval_ns + 1;
+                        note_missed_ticks(registry, tick, due);
                         tick = due > tick ? due : tick + 1;
                         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
                         /* New children's first stops, during the tick. */
@@ -323,6 +358,7 @@ static void on_exit_status(void *arg, pid_t tid, int status)
  * interrupt stops; exits, execs and forks concern watch mode. */
 static const struct ptrace_event_handlers event_handlers = {
     .on_interrupt_stop = sampler__on_interrupt_stop,
+    .on_resumed = sampler__on_resumed,
     .on_target_changed = on_target_changed,
     .on_fork = on_fork,
     .on_exit_status = on_exit_status,

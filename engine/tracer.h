@@ -17,3 +17,8 @@ void *tracer__main(void *arg);
  * them, so that a new tracer__main attaches afresh (registry->resuming).
  * Watch mode forgets what it discovered too.  Main thread, tracer joined. */
 void tracer__forget_targets(struct registry *registry);
+
+/* One warning line when the run missed BEHIND_WARN_PERCENT of its ticks or
+ * more, saying by how much.  Called by main after joining the tracer, once
+ * the terminal is its own again (top's screen, the progress line). */
+void tracer__warn_if_behind(const struct registry *registry);

@@ -50,6 +50,7 @@ static int profile_builder__apply_options(struct profile_builder *builder,
                                                 options->sample_unit[i],
                                                 &builder->sample_types[i]) < 0)
                         return -ENOMEM;
+        builder->default_sample_type = options->default_sample_type;
         builder->has_period_type = options->period_type != NULL;
         if (builder->has_period_type &&
             profile_builder__value_type(builder, options->period_type, options->period_unit,
@@ -70,7 +71,8 @@ struct profile_builder *profile_builder__new(const struct profile_builder_option
 
         if (!options)
                 options = &no_options;
-        if (options->n_sample_types > PB_MAX_SAMPLE_TYPES) {
+        if (options->n_sample_types > PB_MAX_SAMPLE_TYPES ||
+            (options->n_sample_types && options->default_sample_type >= options->n_sample_types)) {
                 errno = EINVAL;
                 return NULL;
         }

@@ -53,6 +53,10 @@ struct profile_builder_options {
         const char *period_unit;
         int64_t period;
         int64_t time_nanos;
+        /* Index into sample_type of the one viewers show by default
+         * (pprof default_sample_type; render/ reads the same one); 0 (the
+         * first) when unset.  Must be < n_sample_types when there are any. */
+        size_t default_sample_type;
 };
 
 /* NULL options: no sample types, no period (Splunk style).  NULL with

@@ -61,6 +61,7 @@ struct profile_builder {
 
         size_t n_sample_types;
         struct pb_value_type sample_types[PB_MAX_SAMPLE_TYPES];
+        size_t default_sample_type; /* index into sample_types */
         bool has_period_type;
         struct pb_value_type period_type;
         int64_t period, time_nanos, duration_nanos;

@@ -86,6 +86,9 @@ static void encoding__value_types(struct encoding *e, const struct profile_build
         }
         profile->n_sample_type = b->n_sample_types;
         profile->sample_type = e->sample_type_ptrs;
+        /* Only when it is not the first: a viewer defaults to that one. */
+        if (b->default_sample_type > 0)
+                profile->default_sample_type = b->sample_types[b->default_sample_type].type;
         if (!b->has_period_type)
                 return;
         perftools__profiles__value_type__init(&e->period_type);

@@ -192,7 +192,9 @@ int sample_recorder__record(struct sample_recorder *recorder, struct address_spa
         uint64_t *ids = local_ids, *keys = local_keys;
         const uint64_t *known = NULL;
         uint64_t hash = 0;
-        int64_t one = 1;
+        /* samples/count, cpu/nanoseconds, wall/nanoseconds: a builder with
+         * fewer sample types (none: the Splunk export) takes the first. */
+        int64_t values[3] = {1, record->cpu_ns, record->wall_ns};
         struct pb_label labels[MAX_LABELS];
         size_t n_labels = sample_labels(recorder, record, truncated || n < total, labels);
 
@@ -211,11 +213,11 @@ int sample_recorder__record(struct sample_recorder *recorder, struct address_spa
                 known = location_cache__get_stack(cache, hash, keys, n);
         }
         if (known)
-                return profile_builder__add_sample(recorder->builder, known, n, &one, labels,
+                return profile_builder__add_sample(recorder->builder, known, n, values, labels,
                                                    n_labels);
         for (size_t i = 0; i < n; i++)
                 ids[i] = frame_location_id(recorder, space, cache, record, i);
         if (memo)
                 location_cache__put_stack(cache, hash, keys, ids, n);
-        return profile_builder__add_sample(recorder->builder, ids, n, &one, labels, n_labels);
+        return profile_builder__add_sample(recorder->builder, ids, n, values, labels, n_labels);
 }

@@ -19,7 +19,7 @@ struct sample_record {
         pid_t pid;
         pid_t tid;
         const char *thread_name;
-        const char *thread_state; /* "running" or "blocked" */
+        const char *thread_state; /* "running", "runnable" or "blocked" */
         uint64_t time_ns;         /* CLOCK_REALTIME */
         const struct thread_stack *stack;
         int64_t thread_id;    /* thread.id label (runtime thread id); 0 = none */
@@ -33,6 +33,10 @@ struct sample_record {
         /* Python targets: the merged native + Python stack; when non-NULL
          * with n > 0 it is recorded instead of `stack`. */
         const struct merged_stack *merged;
+        /* Values (pprof/sample_recorder.c): the thread's CPU time charged
+         * to this sample and the wall time it stands for, in ns. */
+        int64_t cpu_ns;
+        int64_t wall_ns;
 };
 
 struct sample_recorder {

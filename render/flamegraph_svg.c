@@ -291,7 +291,7 @@ static void print_node(const struct flamegraph *g, const struct fg_node *node,
                 fprintf(out, ":%lld", (long long)node->frame.line);
         fputs("\"><title>", out);
         xml_text(out, label);
-        fprintf(out, " (%lld samples, %.2f%%)</title>", (long long)node->value, pct);
+        fprintf(out, " (%.1f ms, %.2f%%)</title>", (double)node->value / 1e6, pct);
         fprintf(out,
                 "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>"
                 "<text x=\"%.1f\" y=\"%d\">",
@@ -329,7 +329,7 @@ static const char svg_script[] =
                  "function showDetails(g){\n"
                  "  const f=g.dataset.file;\n"
                  "  details.textContent=g.dataset.name+(f?' \\u2014 '+f:'')+' \\u2014 "
-                 "'+g.dataset.w+' samples ('+pct(+g.dataset.w)+')';\n"
+                 "'+(g.dataset.w/1e6).toFixed(1)+' ms ('+pct(+g.dataset.w)+')';\n"
                  "}\n"
                  "function fit(g,w){\n"
                  "  const t=g.querySelector('text'),n=g.dataset.name,fits=Math.floor((w-6)/CW);\n"
@@ -400,9 +400,9 @@ static void print_header(const struct svg_geometry *geo, FILE *out)
         fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f0\"/>\n",
                 SVG_WIDTH, geo->height);
         fprintf(out,
-                "<text id=\"title\" x=\"%d\" y=\"22\">splunk-profd flame graph (%lld samples)"
+                "<text id=\"title\" x=\"%d\" y=\"22\">splunk-profd flame graph (%.1f ms)"
                 "</text>\n",
-                SVG_WIDTH / 2, (long long)geo->total);
+                SVG_WIDTH / 2, (double)geo->total / 1e6);
         fprintf(out, "<text id=\"unzoom\" class=\"hide\" x=\"%d\" y=\"44\">Reset zoom</text>\n",
                 SVG_PAD);
         /* The search box: an HTML input in a foreignObject (any browser). */

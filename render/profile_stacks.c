@@ -22,7 +22,7 @@ static int64_t sample_value(const struct profile_builder *builder, size_t index)
 {
         if (builder->n_sample_types == 0)
                 return 1;
-        return builder->values[index * builder->n_sample_types];
+        return builder->values[index * builder->n_sample_types + builder->default_sample_type];
 }
 
 /* thread.os.id, process.pid and thread.name of one sample. */
@@ -87,6 +87,8 @@ int profile_stacks__each(const struct profile_builder *builder, profile_stack_fn
         for (size_t s = 0; s < builder->n_samples; s++) {
                 const struct pb_sample_entry *entry = &builder->samples[s];
                 size_t n = 0;
+                if (sample_value(builder, s) == 0)
+                        continue; /* no CPU time: not part of what is shown */
                 if (ARRAY_RESERVE(frames, capacity, frames_needed(builder, entry) + 1) < 0)
                         return -ENOMEM;
                 for (size_t i = entry->n_locations; i-- > 0;)

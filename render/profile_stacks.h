@@ -24,12 +24,13 @@ struct ps_frame {
 struct ps_sample {
         const struct ps_frame *frames; /* root first */
         size_t n_frames;
-        int64_t value; /* the first sample type's value (1 per thread-sample) */
+        int64_t value; /* the default sample type's value (ns of CPU, or of wall with --wall) */
         int64_t pid, tid;
         const char *thread_name; /* "" when unknown */
 };
 
-/* Called once per sample; a negative return stops the walk and is
+/* Called once per sample whose value is not 0 (a blocked sample has no CPU
+ * time); a negative return stops the walk and is
  * returned by profile_stacks__each. */
 typedef int (*profile_stack_fn)(void *arg, const struct ps_sample *sample);
 

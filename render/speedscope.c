@@ -3,8 +3,8 @@
  * Frames are deduplicated with the same identity the collapsed and SVG
  * outputs use: a native frame is its function (a function called from two
  * lines is one frame), a Python frame its function and line (as py-spy).
- * Stacks are root first, weights are sample values (1 per thread-sample,
- * unit "none").  The profile per thread is named "NAME (tid T, pid P)". */
+ * Stacks are root first, weights are sample values (ns of CPU, or of wall
+ * time with --wall; unit "nanoseconds").  The profile per thread is named "NAME (tid T, pid P)". */
 #include "render/speedscope.h"
 
 #include <errno.h>
@@ -151,7 +151,7 @@ static void print_thread(const struct ss_thread *thread, FILE *out)
 
         fputs("{\"type\":\"sampled\",\"name\":", out);
         json_text__string(out, thread->name);
-        fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%lld,\"samples\":[",
+        fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":%lld,\"samples\":[",
                 (long long)thread->total);
         for (size_t i = 0; i < thread->n_samples; i++) {
                 fputs(i ? ",[" : "[", out);

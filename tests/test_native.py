@@ -30,7 +30,8 @@ def now_ms():
 
 def check_samples(prof, pids, interval, started_ms, ended_ms):
     """Profile-wide checks: types, period, values and labels of every sample."""
-    assert prof.data["sample_type"] == [["samples", "count"]]
+    assert prof.data["sample_type"] == [["samples", "count"], ["cpu", "nanoseconds"], ["wall", "nanoseconds"]]
+    assert prof.data["default_sample_type"] == "cpu"
     assert prof.data["period_type"] == ["cpu", "nanoseconds"]
     assert prof.data["period"] == interval * 1_000_000
     assert len(prof.samples) >= MIN_TOTAL, f"only {len(prof.samples)} samples: {prof.thread_names()}"
@@ -40,7 +41,9 @@ def check_samples(prof, pids, interval, started_ms, ended_ms):
     for sample in prof.samples:
         labels, num = sample["labels"], sample["num_labels"]
         where = f"sample {labels} {num} {sample['frames'][:3]}"
-        assert sample["values"] == [1], where
+        count, cpu, wall = sample["values"]
+        assert count == 1 and cpu >= 0 and wall > 0, where
+        assert cpu == 0 or labels.get("thread.state") in (["running"], ["runnable"]), where
         assert len(num.get("thread.os.id", [])) == 1, where
         tid = num["thread.os.id"][0]
         assert tid in comms, f"thread.os.id {tid} is no thread of {pids} ({comms}): {where}"

@@ -430,7 +430,7 @@ def test_thread_labels(workload):
         num, labels = sample["num_labels"], sample["labels"]
         tid = num.get("thread.os.id", [None])[0]
         assert tid in comms, f"thread.os.id {tid} is no thread of {pid} ({comms}): {labels} {num}"
-        assert labels.get("thread.state") in (["running"], ["blocked"]), labels
+        assert labels.get("thread.state") in (["running"], ["runnable"], ["blocked"]), labels
         if tid not in by_tid:
             continue  # e.g. a helper thread of the interpreter
         name, thread = by_tid[tid]

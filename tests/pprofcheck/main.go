@@ -63,6 +63,7 @@ type sample struct {
 
 type output struct {
 	SampleType    [][2]string `json:"sample_type"`
+	DefaultType   string      `json:"default_sample_type"`
 	PeriodType    [2]string   `json:"period_type"`
 	Period        int64       `json:"period"`
 	DurationNanos int64       `json:"duration_nanos"`
@@ -74,6 +75,7 @@ type output struct {
 func convert(p *profile.Profile) output {
 	out := output{
 		SampleType:    [][2]string{},
+		DefaultType:   p.DefaultSampleType,
 		Period:        p.Period,
 		DurationNanos: p.DurationNanos,
 		TimeNanos:     p.TimeNanos,

@@ -29,7 +29,8 @@ def sample(values, frames, labels=None, num_labels=None, num_units=None):
 
 
 def cpu_profile(samples, mappings=(), duration=0):
-    return {"sample_type": CPU_TYPES, "period_type": ["cpu", "nanoseconds"], "period": 10000000,
+    return {"sample_type": CPU_TYPES, "default_sample_type": "cpu",
+            "period_type": ["cpu", "nanoseconds"], "period": 10000000,
             "duration_nanos": duration, "time_nanos": 1700000000000000000,
             "mappings": list(mappings), "samples": samples}
 
@@ -60,7 +61,7 @@ EXPECTED = {
                    num_labels={"thread.id": [42]}, num_units={"thread.id": ["id"]}),
             sample([0, 0], [frame("", "", 3)]),
         ]),
-    "splunk": {"sample_type": [], "period_type": ["", ""], "period": 0, "duration_nanos": 0,
+    "splunk": {"sample_type": [], "default_sample_type": "", "period_type": ["", ""], "period": 0, "duration_nanos": 0,
                "time_nanos": 1, "mappings": [],
                "samples": [sample(None, [frame("f", "f.py", -1)])]},
     "empty": cpu_profile(samples=[]),

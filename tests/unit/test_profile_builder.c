@@ -59,6 +59,7 @@ static struct profile_builder *new_cpu_builder(void)
             .period_unit = "nanoseconds",
             .period = 10000000,
             .time_nanos = 1700000000000000000,
+            .default_sample_type = 1, /* cpu: read back as its type's name */
         };
         struct profile_builder *builder = profile_builder__new(&options);
 
