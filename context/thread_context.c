@@ -58,6 +58,7 @@ void thread_context__init(struct thread_context *context, pid_t pid)
 {
         memset(context, 0, sizeof(*context));
         context->pid = pid;
+        (void)elf_version(EV_CURRENT); /* idempotent; libelf needs it once */
 }
 
 static void context__warn(struct thread_context *context, const char *why)
