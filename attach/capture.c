@@ -211,6 +211,7 @@ void capture__begin_stopped(struct capture *capture, pid_t pid, pid_t tid)
         capture->kind = CAPTURE_STOPPED;
         capture->interp.n_regions = capture->interp.used = 0;
         capture->span_slot_len = 0;
+        capture->thread_record_state = 0;
         capture->time_ns = realtime_ns();
 }
 
@@ -231,6 +232,7 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
         capture->kind = CAPTURE_BLOCKED;
         capture->interp.n_regions = capture->interp.used = 0;
         capture->span_slot_len = 0;
+        capture->thread_record_state = 0;
         capture->time_ns = realtime_ns();
         memset(&capture->regs, 0, sizeof(capture->regs));
         capture->regs.rsp = point->sp;

@@ -43,6 +43,9 @@ struct capture_interp {
 
 /* One slot of the span-context segment (context/context_format.h). */
 #define CAPTURE_SPAN_SLOT_BYTES 64
+/* One OTEP 4947 thread record: 28 bytes + attributes, capped at the
+ * OTEP's recommended 640 bytes in all. */
+#define CAPTURE_THREAD_RECORD_BYTES 640
 
 enum capture_kind {
         CAPTURE_STOPPED, /* interrupted: all registers are known */
@@ -74,6 +77,12 @@ struct capture {
          * window; span_slot_len is 0 when none was copied. */
         uint8_t span_slot[CAPTURE_SPAN_SLOT_BYTES];
         size_t span_slot_len;
+        /* The OTEP 4947 thread record (context/thread_context.c), copied
+         * in the same window: thread_record_state says what was found
+         * (0: nothing read, 1: no record, 2: thread_record_len bytes). */
+        uint8_t thread_record_state;
+        size_t thread_record_len;
+        uint8_t thread_record[CAPTURE_THREAD_RECORD_BYTES];
 };
 
 /* The stack copy starts this far below SP: the x86-64 red zone, where a

@@ -87,6 +87,12 @@ struct tthread {
         /* Span context (context/context_reader.c). */
         uint32_t context_slot;  /* slot index + 1 in the segment, 0: none */
         uint64_t context_start; /* start time from /proc (stat field 22), 0: unread */
+        /* OTEP 4947 thread context: the thread's fs_base from its last
+         * ptrace-stop (0: never stopped), and its TLS variable's address
+         * when in dynamic TLS (valid while tls_var_serial matches). */
+        uint64_t tls_fs_base;
+        uint64_t tls_var;
+        uint32_t tls_var_serial;
 };
 
 struct target {

@@ -54,11 +54,21 @@ static pid_t read_ns_pid(pid_t pid)
         return ns_pid;
 }
 
+static void refresh_segment(struct context_reader *reader, struct target *target, uint64_t now_ns,
+                            bool rediscover, uint64_t maps_generation);
+
 void context_reader__init(struct context_reader *reader, pid_t pid)
 {
         memset(reader, 0, sizeof(*reader));
         reader->pid = pid;
         reader->ns_pid = read_ns_pid(pid);
+        process_context__init(&reader->process, pid);
+        thread_context__init(&reader->tls, pid);
+}
+
+void context_reader__clear(struct context_reader *reader)
+{
+        process_context__clear(&reader->process);
 }
 
 uint64_t context_stat__start_time(const char *text)
@@ -253,8 +263,19 @@ static void reader__index(struct context_reader *reader, struct target *target)
         reader->index_stale = false;
 }
 
-void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
+bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
                              bool rediscover, uint64_t maps_generation)
+{
+        bool changed =
+            process_context__refresh(&reader->process, now_ns, rediscover, maps_generation);
+
+        thread_context__refresh(&reader->tls, now_ns, rediscover, maps_generation);
+        refresh_segment(reader, target, now_ns, rediscover, maps_generation);
+        return changed;
+}
+
+static void refresh_segment(struct context_reader *reader, struct target *target, uint64_t now_ns,
+                            bool rediscover, uint64_t maps_generation)
 {
         struct context_header header;
 
@@ -293,6 +314,11 @@ void context_reader__refresh(struct context_reader *reader, struct target *targe
 
 void context_reader__capture(const struct context_reader *reader, struct tthread *thread)
 {
+        if (thread->capture.kind == CAPTURE_STOPPED)
+                thread->tls_fs_base = thread->capture.regs.fs_base;
+        if (process_context__tls_schema_ok(&reader->process))
+                thread_context__capture(&reader->tls, &thread->capture, thread->tls_fs_base,
+                                        &thread->tls_var, &thread->tls_var_serial);
         if (!reader->segment || thread->context_slot == 0 ||
             thread->context_slot > reader->slot_count)
                 return;
@@ -344,6 +370,25 @@ enum context_state context_reader__decode(struct context_reader *reader,
                                           const struct tthread *thread, struct context_span *span)
 {
         const struct capture *capture = &thread->capture;
+
+        /* OTEP 4947 first: a valid record is the SDK's own view. */
+        if (capture->thread_record_state == 2 &&
+            thread_record__decode(capture->thread_record, capture->thread_record_len,
+                                  &reader->process, &span->record) == THREAD_RECORD_SPAN) {
+                memcpy(span->trace_id, span->record.trace_id, sizeof(span->trace_id));
+                memcpy(span->span_id, span->record.span_id, sizeof(span->span_id));
+                span->internal = false;
+                if (span->record.unknown_key) /* the map grew: look again soon */
+                        reader->process.next_check_ns = 0;
+                if (capture->span_slot_len == CONTEXT_SLOT_SIZE) {
+                        struct context_span slot;
+                        (void)context_slot__decode(capture->span_slot, capture->span_slot_len,
+                                                   thread->tid, thread->context_start, &slot);
+                        span->internal = slot.internal;
+                }
+                return CONTEXT_SPAN;
+        }
+        span->record.n_attrs = 0;
         enum context_state state = context_slot__decode(capture->span_slot, capture->span_slot_len,
                                                         thread->tid, thread->context_start, span);
 

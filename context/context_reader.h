@@ -12,6 +12,8 @@
 #include <sys/types.h>
 
 #include "attach/target.h"
+#include "context/process_context.h"
+#include "context/thread_context.h"
 
 #define CONTEXT_DISCOVER_NS (1000ull * 1000 * 1000) /* re-scan maps at most this often */
 #define CONTEXT_INDEX_NS    (20ull * 1000 * 1000)   /* rebuild the index at most this often */
@@ -28,6 +30,11 @@ struct context_reader {
         uint64_t next_discover_ns;
         uint64_t scanned_generation; /* maps generation of a scan that found no candidate */
         uint64_t next_index_ns;
+        /* The OpenTelemetry standards: OTEP 4719 process context (resource
+         * attributes, thread attribute key map) and OTEP 4947 thread
+         * records, read ahead of our own segment. */
+        struct process_context process;
+        struct thread_context tls;
 };
 
 enum context_state {
@@ -40,22 +47,31 @@ struct context_span {
         char trace_id[33]; /* lowercase hex, full width */
         char span_id[17];
         bool internal; /* the writer marked the thread as SDK-internal */
+        /* From an OTEP 4947 record: its attributes, named by the process
+         * context's key map (record.n_attrs, record.keys, record.values). */
+        struct thread_record record;
 };
 
 void context_reader__init(struct context_reader *reader, pid_t pid);
 
-/* Once per tick, after every thread is resumed: re-validates the header,
+/* Once per tick, after every thread is resumed: refreshes the process
+ * context and the thread-context module (thread_context.h), re-validates the header,
  * discovers the segment (rate-limited, or at once when `rediscover`), and
  * rebuilds the tid -> slot index when slots changed owner.
  * `maps_generation` changes whenever the process's mappings did
  * (address_space__generation), 0 when unknown: /proc/PID/maps is scanned
  * for a segment only when it changed since the last scan, so an idle
  * process without one costs nothing. */
-void context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
+bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
                              bool rediscover, uint64_t maps_generation);
+/* (Returns whether the process context's content changed: the export
+ * resource should be rebuilt.) */
+void context_reader__clear(struct context_reader *reader);
 
 /* Stop window: copies this thread's slot into its capture with one
- * bounded process_vm_readv (nothing when it has no slot). */
+ * bounded process_vm_readv (nothing when it has no slot), and its OTEP 4947
+ * record (two reads; more the first time in dynamic TLS).  A stopped
+ * capture's fs_base is remembered for the thread's blocked samples. */
 void context_reader__capture(const struct context_reader *reader, struct tthread *thread);
 
 /* After the resume: what the copied slot says about `thread`. */

@@ -35,6 +35,8 @@ static void prepare_export(struct registry *registry, struct target *target,
                                           proc_process__start_code(target->pid));
         if (!profiled->otlp)
                 log_warning("PID %d: out of memory: not exported", (int)target->pid);
+        else if (profiled->context.process.published_at)
+                otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
 
 int profiled_target__prepare(struct registry *registry, struct target *target)
@@ -123,6 +125,7 @@ void profiled_target__free(struct target *target)
         if (!profiled)
                 return;
         otlp_target__free(profiled->otlp);
+        context_reader__clear(&profiled->context);
         location_cache__release(&profiled->locations);
         py_process__free(profiled->python);
         native_unwinder__free(profiled->unwinder);

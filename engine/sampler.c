@@ -422,8 +422,10 @@ static void refresh_address_space(struct target *target)
                 profiled->last_refresh_ns = now;
                 (void)address_space__refresh(profiled->space);
         }
-        context_reader__refresh(&profiled->context, target, now, execed,
-                                profiled_target__maps_generation(profiled));
+        if (context_reader__refresh(&profiled->context, target, now, execed,
+                                    profiled_target__maps_generation(profiled)) &&
+            profiled->otlp) /* the SDK published a new process context */
+                otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
 
 /* A stack that did not fit its copy gets a bigger buffer for the next
@@ -628,6 +630,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
         if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {
                 record.trace_id = span.trace_id;
                 record.span_id = span.span_id;
+                record.span_attributes = &span.record;
         }
         if (span.internal && !registry->include_internal_stacks)
                 return; /* the telemetry SDK's own thread */

@@ -8,7 +8,10 @@
  *   3. service.name from the target's OTEL_SERVICE_NAME; when neither 2 nor
  *      3 names the service: "unnamed-python-service" for CPython targets
  *      (the Splunk Python distro's fallback), else the executable name;
- *   4. telemetry.distro.name=splunk-profd and telemetry.distro.version,
+ *   4. the resource attributes of the target's OTEP 4719 process context,
+ *      which its own SDK published (so the same service.name, service.
+ *      instance.id, deployment.environment.name as its other signals);
+ *   5. telemetry.distro.name=splunk-profd and telemetry.distro.version,
  *      which identify who produced the data.
  *
  * Everything read from /proc/PID is untrusted: reads are bounded, values
@@ -274,6 +277,24 @@ static void build_message(struct otlp_resource *resource)
 
 struct otlp_resource *otlp_resource__new(pid_t pid, const struct otlp_runtime *runtime)
 {
+        return otlp_resource__new_with_context(pid, runtime, NULL);
+}
+
+/* Step 4 of the precedence. */
+static void apply_process_context(struct otlp_resource *resource,
+                                  const struct process_context *context)
+{
+        for (size_t i = 0; context && i < context->n_attrs; i++) {
+                const struct process_context_attr *attr = &context->attrs[i];
+                /* Who produced the data stays ours. */
+                if (strncmp(attr->key, "telemetry.distro.", 17) != 0)
+                        set_attr(resource, attr->key, attr->str, attr->num);
+        }
+}
+
+struct otlp_resource *otlp_resource__new_with_context(pid_t pid, const struct otlp_runtime *runtime,
+                                                      const struct process_context *context)
+{
         struct otlp_resource *resource = calloc(1, sizeof(*resource));
         struct otlp_runtime detected;
         char exe[1024];
@@ -290,6 +311,7 @@ struct otlp_resource *otlp_resource__new(pid_t pid, const struct otlp_runtime *r
         detect_container(resource, pid);
         detect_runtime(resource, runtime);
         apply_target_environment(resource, pid, runtime, exe);
+        apply_process_context(resource, context);
         set_attr(resource, "telemetry.distro.name", "splunk-profd", 0);
         set_attr(resource, "telemetry.distro.version", PROFD_VERSION, 0);
         build_message(resource);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "context/process_context.h"
 #include "proto/otlp_resource.pb-c.h"
 
 #define OTLP_RESOURCE_MAX_ATTRS 80
@@ -48,6 +49,10 @@ bool otlp_runtime__detect(pid_t pid, struct otlp_runtime *runtime);
  * NULL when out of memory (a vanished process still gets a resource with
  * what could be read). */
 struct otlp_resource *otlp_resource__new(pid_t pid, const struct otlp_runtime *runtime);
+/* The same, with the resource attributes the target's SDK published in
+ * its OTEP 4719 process context (may be NULL) ahead of the environment. */
+struct otlp_resource *otlp_resource__new_with_context(pid_t pid, const struct otlp_runtime *runtime,
+                                                      const struct process_context *context);
 struct otlp_resource *otlp_resource__ref(struct otlp_resource *resource);
 void otlp_resource__unref(struct otlp_resource *resource);
 

@@ -47,6 +47,17 @@ struct otlp_target *otlp_target__new(pid_t pid, int64_t period_ms, uint64_t main
         return target;
 }
 
+void otlp_target__update_resource(struct otlp_target *target, const struct process_context *context)
+{
+        struct otlp_resource *resource =
+            otlp_resource__new_with_context(target->pid, NULL, context);
+
+        if (!resource)
+                return;
+        otlp_resource__unref(target->resource);
+        target->resource = resource;
+}
+
 void otlp_target__free(struct otlp_target *target)
 {
         if (!target)

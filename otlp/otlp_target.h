@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "context/process_context.h"
 #include "pprof/location_cache.h"
 #include "pprof/sample_recorder.h"
 
@@ -37,6 +38,12 @@ struct otlp_target {
  * (its mapping comes first in the profile). */
 struct otlp_target *otlp_target__new(pid_t pid, int64_t period_ms, uint64_t main_code);
 void otlp_target__free(struct otlp_target *target);
+
+/* Rebuilds the resource with the target's (changed) OTEP 4719 process
+ * context; records already queued keep the old one.  The old resource
+ * stays when out of memory. */
+void otlp_target__update_resource(struct otlp_target *target,
+                                  const struct process_context *context);
 
 /* Records one sample into the current record.  0 or -ENOMEM. */
 int otlp_target__record(struct otlp_target *target, struct address_space *space,

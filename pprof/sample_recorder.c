@@ -98,7 +98,7 @@ void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
                 (void)mapping_id(recorder, address_space__mapping_at(space, address));
 }
 
-#define MAX_LABELS 12
+#define MAX_LABELS (12 + THREAD_CONTEXT_MAX_ATTRS)
 
 /* Fills `labels` (room for MAX_LABELS); returns how many. */
 static size_t sample_labels(const struct sample_recorder *recorder,
@@ -126,6 +126,15 @@ static size_t sample_labels(const struct sample_recorder *recorder,
         }
         if (truncated)
                 labels[n++] = (struct pb_label){.key = "thread.stack.truncated", .str = "true"};
+        for (size_t i = 0; record->span_attributes && i < record->span_attributes->n_attrs; i++) {
+                const char *key = record->span_attributes->keys[i];
+                bool taken = false;
+                for (size_t j = 0; j < n && !taken; j++)
+                        taken = strcmp(labels[j].key, key) == 0;
+                if (!taken)
+                        labels[n++] = (struct pb_label){.key = key,
+                                                        .str = record->span_attributes->values[i]};
+        }
         return n;
 }
 

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "attach/target.h"
+#include "context/thread_context.h"
 
 #include "pprof/location_cache.h"
 
@@ -25,7 +26,10 @@ struct sample_record {
         int64_t thread_id;    /* thread.id label (runtime thread id); 0 = none */
         const char *trace_id; /* 32 lowercase hex digits, or NULL */
         const char *span_id;  /* 16 lowercase hex digits, or NULL */
-        const char *gil;      /* thread.gil: "true"/"false" (Python threads), or NULL */
+        /* OTEP 4947 record attributes (string labels named by the key
+         * map), or NULL; a name already used by a label above is skipped. */
+        const struct thread_record *span_attributes;
+        const char *gil; /* thread.gil: "true"/"false" (Python threads), or NULL */
         /* Python threads: threading.Thread.name, which the thread.name
          * label then carries instead of thread_name (the OS name, which
          * dump and top keep showing); NULL when unknown. */

@@ -1,0 +1,137 @@
+"""Span correlation by the OpenTelemetry standards: OTEP 4947 thread
+records (otel_thread_ctx_v1) and OTEP 4719 process context (OTEL_CTX).
+
+Writers: tests/context_targets/otel_tls.c (by hand: the variable in the
+executable, or in a dlopen'ed library built global-dynamic and TLSDESC),
+and ddtrace from PyPI (its Rust extension publishes both standards)."""
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import BUILD, REPO  # noqa: E402
+from otlp_receiver import Receiver  # noqa: E402
+from test_export import clean_export_env, decode_body, exported_samples, run_export  # noqa: E402,F401
+
+APPS = REPO / "tests" / "context_targets"
+CTX_TARGETS = BUILD / "tests" / "context_targets"
+VARIANTS = {
+    "exe": [CTX_TARGETS / "otel_tls_exe", "exe"],
+    "dlopen-gd": [CTX_TARGETS / "otel_tls_dlopen", "dlopen", CTX_TARGETS / "libotel_tls_gnu.so"],
+    "dlopen-tlsdesc": [CTX_TARGETS / "otel_tls_dlopen", "dlopen", CTX_TARGETS / "libotel_tls_gnu2.so"],
+}
+
+
+@pytest.fixture
+def start_lines():
+    from conftest import Target
+
+    started = []
+
+    def start(argv, n, env=None, timeout=10):
+        target = Target([str(a) for a in argv], env=env)
+        started.append(target)
+        lines = [target.readline(timeout=timeout) for _ in range(n)]
+        target.wait_ready(timeout=timeout)
+        return target, lines
+
+    yield start
+    for target in started:
+        target.kill()
+
+
+def tid_of(sample):
+    return sample["num_labels"]["thread.os.id"][0]
+
+
+def check_labelled(samples, expected, attributes=None):
+    """Every sample of each expected thread carries its ids (>= 99%)."""
+    for tid, (trace, span) in expected.items():
+        mine = [s for s in samples if tid_of(s) == tid]
+        assert len(mine) >= 20, f"thread {tid}: only {len(mine)} samples"
+        right = [s for s in mine if s["labels"].get("trace_id") == [trace] and s["labels"].get("span_id") == [span]]
+        assert len(right) >= 0.99 * len(mine), f"thread {tid}: {len(right)}/{len(mine)} labelled {trace}/{span}"
+        for key, value in (attributes or {}).get(tid, {}).items():
+            assert all(s["labels"].get(key) == [value] for s in right), (key, value, right[0]["labels"])
+    others = [s for s in samples if tid_of(s) not in expected and "trace_id" in s["labels"]]
+    assert not others, f"unexpected spans on other threads: {others[0]['labels']}"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_thread_records_label_samples(profd, start_lines, variant):
+    target, lines = start_lines(VARIANTS[variant], 3)
+    expected = {int(t): (tr, sp) for t, tr, sp in (l.split() for l in lines)}
+    routes = {int(l.split()[0]): {"http.route": f"/w/{i}"} for i, l in enumerate(sorted(lines, key=lambda l: l.split()[1]))}
+    result, prof = profd.profile([target.pid], duration=2.5, interval=10, extra=("-vv",))
+    assert "ignoring OpenTelemetry" not in result.stderr, result.stderr
+    check_labelled(prof.samples, expected, routes)
+
+
+def test_process_context_feeds_the_export_resource(profd, start_lines, decode_body, clean_export_env):
+    env = dict(os.environ, OTEL_SERVICE_NAME="from-environment")
+    target, lines = start_lines(VARIANTS["exe"], 3, env=env)
+    with Receiver() as receiver:
+        run_export(profd, [target.pid], receiver.endpoint, 2.5, 100)
+        records = receiver.records()
+    assert records
+    for resource, _, _ in records:
+        # The SDK's own resource wins over what the environment says.
+        assert resource["service.name"] == "otel-tls-test", resource
+        assert resource["deployment.environment.name"] == "otep-test", resource
+        assert resource["telemetry.distro.name"] == "splunk-profd", resource
+    samples = [s for _, s in exported_samples(records, decode_body)]
+    tids = {int(l.split()[0]) for l in lines}
+    assert any(s["labels"].get("http.route") for s in samples if tid_of(s) in tids)
+
+
+def test_garbage_records_and_process_context_never_crash_the_reader(profd, start_lines):
+    """Random records, pointers and payloads (otel_tls garbage); meant for
+    the ASan build too (SPLUNK_PROFD_BUILD=build-asan)."""
+    target, lines = start_lines([CTX_TARGETS / "otel_tls_exe", "garbage", "7"], 1)
+    busy = int(lines[0])
+    result, prof = profd.profile([target.pid], duration=4, interval=5)
+    assert "AddressSanitizer" not in result.stderr and "runtime error" not in result.stderr, result.stderr
+    for what in ("thread context", "process context"):
+        warnings = [l for l in result.stderr.splitlines() if f"ignoring OpenTelemetry {what}" in l]
+        assert len(warnings) <= 1, warnings
+    samples = [s for s in prof.samples if tid_of(s) == busy]
+    assert len(samples) >= 200, f"sampling stalled: {len(samples)} samples"
+    for s in samples:
+        for key in ("trace_id", "span_id"):
+            for value in s["labels"].get(key, []):
+                assert len(value) in (32, 16) and all(c in "0123456789abcdef" for c in value)
+    assert target.alive()
+
+
+@pytest.fixture(scope="session")
+def ddtrace_python(tmp_path_factory):
+    """A venv with ddtrace from PyPI (needs the network)."""
+    directory = tmp_path_factory.mktemp("ddtrace")
+    venv.create(directory, with_pip=True)
+    python = directory / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "ddtrace"], capture_output=True, text=True,
+                          timeout=900)
+    if done.returncode:
+        pytest.skip(f"pip install ddtrace failed: {done.stderr.strip()[-500:]}")
+    return python
+
+
+def test_ddtrace_app_samples_carry_ddtrace_ids(profd, start_lines, ddtrace_python):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "OTEL_", "SPLUNK_"))}
+    env.update(DD_TRACE_ENABLED="true", DD_INSTRUMENTATION_TELEMETRY_ENABLED="false", DD_REMOTE_CONFIGURATION_ENABLED="false")
+    target, lines = start_lines([ddtrace_python, APPS / "dd_spans.py"], 1, env=env, timeout=60)
+    expected = {int(t): tuple(ids) for t, ids in json.loads(lines[0]).items()}
+    result, prof = profd.profile([target.pid], duration=3, interval=10, extra=("-vv",))
+    assert "otel_thread_ctx_v1 in" in result.stderr and "_native" in result.stderr, result.stderr
+    check_labelled(prof.samples, expected)
+    # ddtrace's key 0 is datadog.local_root_span_id: the span itself here.
+    for tid, (_, span) in expected.items():
+        roots = {s["labels"].get("datadog.local_root_span_id", [None])[0] for s in prof.samples
+                 if tid_of(s) == tid and s["labels"].get("span_id") == [span]}
+        assert roots == {span}, roots
