@@ -55,5 +55,15 @@ python3 -c 'import opentelemetry.sdk.trace, opentelemetry.instrumentation, wheel
   python3 -m pip install -q opentelemetry-api opentelemetry-sdk opentelemetry-distro wheel setuptools 2>/dev/null ||
   python3 -m pip install -q --break-system-packages opentelemetry-api opentelemetry-sdk opentelemetry-distro wheel setuptools
 
+# The OTEP 4947/4719 test's third-party writer (tests/test_otel_context.py):
+# ddtrace from PyPI, in a venv of its own outside the repository, so that
+# its dependencies stay out of the interpreter the tests run on.
+DDTRACE_VENV=${SPLUNK_PROFD_DDTRACE_VENV:-/var/cache/splunk-profd/ddtrace-venv}
+if ! "$DDTRACE_VENV/bin/python" -c 'import ddtrace' 2>/dev/null; then
+  mkdir -p "$(dirname "$DDTRACE_VENV")"
+  python3 -m venv "$DDTRACE_VENV"
+  "$DDTRACE_VENV/bin/python" -m pip install -q 'ddtrace==4.16.0'
+fi
+
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup --reconfigure build >/dev/null
 ninja -C build
