@@ -29,6 +29,7 @@
 #include "attach/remote_memory.h"
 #include "context/context_format.h"
 #include "util/cleanup.h"
+#include "util/hex.h"
 #include "util/log.h"
 
 _Static_assert(CAPTURE_SPAN_SLOT_BYTES == CONTEXT_SLOT_SIZE, "capture holds one slot");
@@ -327,25 +328,6 @@ void context_reader__capture(const struct context_reader *reader, struct tthread
                                           (uint64_t)(thread->context_slot - 1) * CONTEXT_SLOT_SIZE);
 }
 
-static bool all_zero(const uint8_t *bytes, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (bytes[i])
-                        return false;
-        return true;
-}
-
-static void hex(char *out, const uint8_t *bytes, size_t n)
-{
-        static const char digits[] = "0123456789abcdef";
-
-        for (size_t i = 0; i < n; i++) {
-                out[2 * i] = digits[bytes[i] >> 4];
-                out[2 * i + 1] = digits[bytes[i] & 15];
-        }
-        out[2 * n] = '\0';
-}
-
 enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t tid,
                                         uint64_t start_time, struct context_span *span)
 {
@@ -358,11 +340,11 @@ enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t 
         if ((slot.seq & 1) || slot.tid != tid || slot.start_time != start_time)
                 return CONTEXT_UNKNOWN;
         span->internal = (slot.flags & CONTEXT_FLAG_INTERNAL) != 0;
-        if (!(slot.valid & CONTEXT_VALID) || all_zero(slot.trace_id, sizeof(slot.trace_id)) ||
-            all_zero(slot.span_id, sizeof(slot.span_id)))
+        if (!(slot.valid & CONTEXT_VALID) || hex__all_zero(slot.trace_id, sizeof(slot.trace_id)) ||
+            hex__all_zero(slot.span_id, sizeof(slot.span_id)))
                 return CONTEXT_NONE;
-        hex(span->trace_id, slot.trace_id, sizeof(slot.trace_id));
-        hex(span->span_id, slot.span_id, sizeof(slot.span_id));
+        hex__encode(span->trace_id, slot.trace_id, sizeof(slot.trace_id));
+        hex__encode(span->span_id, slot.span_id, sizeof(slot.span_id));
         return CONTEXT_SPAN;
 }
 

@@ -45,6 +45,7 @@
 #include "symbolize/proc_maps.h"
 #include "symbolize/target_file.h"
 #include "util/cleanup.h"
+#include "util/hex.h"
 #include "util/log.h"
 
 #define LINK_MAP_MAX        4096 /* entries walked */
@@ -365,25 +366,6 @@ void thread_context__capture(const struct thread_context *context, struct captur
         }
 }
 
-static bool all_zero(const uint8_t *bytes, size_t n)
-{
-        for (size_t i = 0; i < n; i++)
-                if (bytes[i])
-                        return false;
-        return true;
-}
-
-static void hex(char *out, const uint8_t *bytes, size_t n)
-{
-        static const char digits[] = "0123456789abcdef";
-
-        for (size_t i = 0; i < n; i++) {
-                out[2 * i] = digits[bytes[i] >> 4];
-                out[2 * i + 1] = digits[bytes[i] & 15];
-        }
-        out[2 * n] = '\0';
-}
-
 /* Attribute i of the record, last occurrence of a key winning. */
 static void add_attribute(struct thread_record *record, const char *key, const uint8_t *value,
                           size_t len)
@@ -415,10 +397,10 @@ enum thread_record_state thread_record__decode(const uint8_t *bytes, size_t len,
         memset(record, 0, offsetof(struct thread_record, values));
         if (len < THREAD_CONTEXT_HEADER_BYTES)
                 return THREAD_RECORD_ABSENT;
-        if (bytes[24] != 1 || all_zero(bytes, 16) || all_zero(bytes + 16, 8))
+        if (bytes[24] != 1 || hex__all_zero(bytes, 16) || hex__all_zero(bytes + 16, 8))
                 return THREAD_RECORD_NONE;
-        hex(record->trace_id, bytes, 16);
-        hex(record->span_id, bytes + 16, 8);
+        hex__encode(record->trace_id, bytes, 16);
+        hex__encode(record->span_id, bytes + 16, 8);
         record->trace_flags = bytes[25];
         memcpy(&attrs_size, bytes + 26, 2);
         p = bytes + THREAD_CONTEXT_HEADER_BYTES;

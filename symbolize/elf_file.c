@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "util/hex.h"
+
 static bool elf_file__eq(const struct hash_node *node, const void *key)
 {
         return container_of(node, struct elf_file, node)->key == key;
@@ -51,19 +53,13 @@ void elf_files__clear(struct elf_files *files, void (*release)(struct elf_file *
  * bytes); "" when there is none or it is implausibly long. */
 static void build_id__hex(Elf *elf, char *hex)
 {
-        static const char digits[] = "0123456789abcdef";
         const void *bits = NULL;
         ssize_t len = dwelf_elf_gnu_build_id(elf, &bits);
-        const unsigned char *p = bits;
 
         hex[0] = '\0';
         if (len <= 0 || len > ELF_FILE_MAX_BUILD_ID || !bits)
                 return;
-        for (ssize_t i = 0; i < len; i++) {
-                hex[2 * i] = digits[p[i] >> 4];
-                hex[2 * i + 1] = digits[p[i] & 0xf];
-        }
-        hex[2 * len] = '\0';
+        hex__encode(hex, bits, (size_t)len);
 }
 
 static const char *elf_file__key(struct elf_files *files, const char *build_id_hex, int fd)
