@@ -32,6 +32,7 @@
  * failed read ends the lookup with "not found". */
 #include "python/py_dict.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "attach/remote_memory.h"
@@ -139,18 +140,18 @@ static int walk_keys(pid_t pid, const struct py_offsets *o, uint64_t keys,
         if (!pointer_ok(keys) ||
             remote_memory__read(pid, keys, header, sizeof(header)) != sizeof(header) ||
             !py_dict__table(o, keys, header, sizeof(header), &t))
-                return -1;
+                return -EFAULT;
         n = values->address && values->max < t.n ? values->max : t.n;
         for (size_t first = 0; first < n; first += CHUNK) {
                 size_t count = n - first < CHUNK ? n - first : CHUNK;
                 ssize_t want = (ssize_t)(count * t.entry_size);
                 if (remote_memory__read(pid, t.entries + first * t.entry_size, entries,
                                         (size_t)want) != want)
-                        return -1;
+                        return -EFAULT;
                 if (values->address &&
                     remote_memory__read(pid, values->address + o->dict_values_header + 8 * first,
                                         split, 8 * count) != (ssize_t)(8 * count))
-                        return -1;
+                        return -EFAULT;
                 for (size_t i = 0; i < count; i++) {
                         const uint8_t *entry = entries + i * t.entry_size;
                         uint64_t key = u64_at(entry, t.key_at);
@@ -187,10 +188,10 @@ int py_dict__visit(pid_t pid, const struct py_offsets *o, uint64_t dict, py_dict
 
         if (!pointer_ok(dict) ||
             remote_memory__read(pid, dict, object, sizeof(object)) != sizeof(object))
-                return -1;
+                return -EFAULT;
         if (u64_at(object, DICT_VALUES_AT) &&
             !split_values_at(pid, o, u64_at(object, DICT_VALUES_AT), &values))
-                return -1;
+                return -EFAULT;
         return walk_keys(pid, o, u64_at(object, DICT_KEYS_AT), &values, visit, arg);
 }
 

@@ -30,8 +30,8 @@ bool py_dict__table(const struct py_offsets *offsets, uint64_t keys, const uint8
 typedef bool (*py_dict_visitor)(void *arg, uint64_t key, uint64_t value);
 
 /* Calls `visit` for each live entry of the dict object at `dict`, in
- * insertion order, at most PY_DICT_MAX_ENTRIES.  0, or -1 when the dict
- * cannot be read. */
+ * insertion order, at most PY_DICT_MAX_ENTRIES.  0, or -EFAULT when the
+ * dict cannot be read. */
 int py_dict__visit(pid_t pid, const struct py_offsets *offsets, uint64_t dict,
                    py_dict_visitor visit, void *arg);
 

@@ -14,6 +14,7 @@
  * points become U+FFFD instead of invalid UTF-8. */
 #include "python/py_string.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "attach/remote_memory.h"
@@ -84,21 +85,21 @@ int py_string__decode(const uint8_t *object, size_t len, const struct py_offsets
         size_t data_offset, written = 0;
 
         if (out_size == 0)
-                return -1;
+                return -EINVAL;
         out[0] = '\0';
         if (len < offsets->unicode_ascii_size)
-                return -1;
+                return -EINVAL;
         memcpy(&length, object + offsets->unicode_length, sizeof(length));
         memcpy(&state, object + offsets->unicode_state, sizeof(state));
         kind = (state >> STATE_KIND_SHIFT) & STATE_KIND_MASK;
         if (!(state & STATE_COMPACT) || length < 0 || (kind != 1 && kind != 2 && kind != 4))
-                return -1;
+                return -EINVAL;
         if ((state & STATE_ASCII) && kind != 1)
-                return -1;
+                return -EINVAL;
         data_offset =
             (state & STATE_ASCII) ? offsets->unicode_ascii_size : offsets->unicode_compact_size;
         if (data_offset > len)
-                return -1;
+                return -EINVAL;
         size_t available = (len - data_offset) / kind;
         size_t n = (uint64_t)length < available ? (size_t)length : available;
         if (n > PY_STRING_MAX_CHARS)
@@ -124,12 +125,12 @@ int py_string__read(pid_t pid, uint64_t address, const struct py_offsets *offset
         if (out_size)
                 out[0] = '\0';
         if (address < 4096 || (address & 7))
-                return -1;
+                return -EINVAL;
         /* Short strings are the rule: read a small head first, and the
          * rest only when the length says there is more. */
         n = remote_memory__read(pid, address, buffer, 256);
         if (n <= 0)
-                return -1;
+                return -EFAULT;
         int64_t length;
         if ((size_t)n >= offsets->unicode_length + sizeof(length)) {
                 memcpy(&length, buffer + offsets->unicode_length, sizeof(length));

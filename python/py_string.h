@@ -13,12 +13,12 @@
 /* Decodes a str object from `object[0..len)`, a copy of its first bytes,
  * into NUL-terminated UTF-8 in `out` (truncated to fit, never splitting a
  * character).  Handles compact strings: ASCII, and latin-1/UCS-2/UCS-4.
- * Returns the number of bytes written, or -1 when the object does not look
- * like a compact str (then `out` is ""). */
+ * Returns the number of bytes written, or -EINVAL when the object does not
+ * look like a compact str (then `out` is ""). */
 int py_string__decode(const uint8_t *object, size_t len, const struct py_offsets *offsets,
                       char *out, size_t out_size);
 
 /* Reads the str at `address` in `pid` (one bounded read) and decodes it.
- * Returns as py_string__decode. */
+ * Returns as py_string__decode, or -EFAULT when the memory is unreadable. */
 int py_string__read(pid_t pid, uint64_t address, const struct py_offsets *offsets, char *out,
                     size_t out_size);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "python/py_offsets.h"
@@ -73,17 +74,17 @@ static void test_kinds(unsigned int minor)
         /* Garbage: not compact, bad kind, negative length, ASCII with a
          * high byte, ASCII flag with kind 2, too short a copy. */
         len = make(obj, &o, KIND(1), 3, "abc", 3);
-        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -1 && out[0] == '\0');
+        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -EINVAL && out[0] == '\0');
         len = make(obj, &o, COMPACT | KIND(3), 3, "abc", 3);
-        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -1);
+        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -EINVAL);
         len = make(obj, &o, COMPACT | ASCII | KIND(1), -4, "abc", 3);
-        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -1);
+        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -EINVAL);
         len = make(obj, &o, COMPACT | ASCII | KIND(1), 2, "a\xff", 2);
         CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == 4);
         CHECK(strcmp(out, "a\xef\xbf\xbd") == 0);
         len = make(obj, &o, COMPACT | ASCII | KIND(2), 1, "ab", 2);
-        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -1);
-        CHECK(py_string__decode(obj, 20, &o, out, sizeof(out)) == -1);
+        CHECK(py_string__decode(obj, len, &o, out, sizeof(out)) == -EINVAL);
+        CHECK(py_string__decode(obj, 20, &o, out, sizeof(out)) == -EINVAL);
 }
 
 static void test_cap(void)
