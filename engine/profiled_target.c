@@ -19,7 +19,10 @@
 
 #define LOCATION_CACHE_SLOTS 16384
 /* How long after an exec CPython discovery is retried (see the header). */
-#define PYTHON_RETRY_NS (2000ull * 1000 * 1000)
+/* A shell wrapper or a pyenv shim execs python, whose start-up (site,
+ * imports) can take seconds on a loaded host before the runtime validates. */
+#define PYTHON_RETRY_NS       (10000ull * 1000 * 1000)
+#define PYTHON_RETRY_EVERY_NS (250ull * 1000 * 1000)
 
 uint64_t profiled_target__maps_generation(const struct profiled_target *profiled)
 {
@@ -69,6 +72,7 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
                   (unsigned long long)(python_ns - start_ns) / 1000,
                   (unsigned long long)(profiled->last_refresh_ns - python_ns) / 1000);
         profiled->python_tried_generation = profiled_target__maps_generation(profiled);
+        profiled->python_tried_ns = profiled->last_refresh_ns;
         if (!profiled->python && target->execed)
                 profiled->python_retry_until_ns = profiled->last_refresh_ns + PYTHON_RETRY_NS;
         target->owner = profiled;
@@ -88,9 +92,11 @@ void profiled_target__retry_python(struct registry *registry, struct target *tar
         if (!profiled || profiled->python || now_ns >= profiled->python_retry_until_ns)
                 return;
         generation = profiled_target__maps_generation(profiled);
-        if (generation == profiled->python_tried_generation)
+        if (generation == profiled->python_tried_generation &&
+            now_ns - profiled->python_tried_ns < PYTHON_RETRY_EVERY_NS)
                 return;
         profiled->python_tried_generation = generation;
+        profiled->python_tried_ns = now_ns;
         profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)

@@ -25,10 +25,14 @@ struct profiled_target {
         /* The span-context segment (context/). */
         struct context_reader context;
         /* Set up right after an exec, the dynamic loader may not have
-         * mapped libpython yet: discovery is tried again, while the maps
-         * change, until python_retry_until_ns. */
+         * mapped libpython yet, and an interpreter that is mapped has not
+         * initialised its runtime until Py_Initialize has run (a runtime
+         * that does not validate yet): discovery is tried again whenever
+         * the maps change and every PYTHON_RETRY_EVERY_NS, until
+         * python_retry_until_ns. */
         uint64_t python_retry_until_ns;
         uint64_t python_tried_generation;
+        uint64_t python_tried_ns;
 };
 
 /* Sets up symbolization, unwinding, Python and (with an exporter) the
@@ -37,7 +41,9 @@ struct profiled_target {
 int profiled_target__prepare(struct registry *registry, struct target *target);
 
 /* A target set up just after its exec that was not Python then: looks
- * for CPython again once its address space changed (libpython mapped). */
+ * for CPython again once its address space changed (libpython mapped) or
+ * a while after the last try (the runtime initialised).  Cheap when
+ * there is nothing to retry. */
 void profiled_target__retry_python(struct registry *registry, struct target *target,
                                    uint64_t now_ns);
 

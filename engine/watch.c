@@ -253,8 +253,13 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
 
         for (size_t i = 0; i < registry->targets.n_targets; i++) {
                 struct target *target = registry->targets.targets[i];
-                if (target->gone || target->releasing || target->owner)
+                if (target->gone || target->releasing)
                         continue;
+                if (target->owner) {
+                        /* A program that execed into Python (issue 17). */
+                        profiled_target__retry_python(registry, target, monotonic_ns());
+                        continue;
+                }
                 if (monotonic_ns() >= deadline_ns) {
                         if (prepared > 0 ||
                             registry->watch->prepared_at_tick == registry->stats.ticks)

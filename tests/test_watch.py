@@ -433,3 +433,35 @@ def test_children_that_exit_at_once_leave_no_target_and_no_descriptor(watch):
     assert forks > 50, health  # the churn was seen
     assert targets <= 2, health[-3:]  # the parent (and at most one child on its way out)
     assert fds <= baseline + 8, (baseline, fds)
+
+
+NAPPER = textwrap.dedent("""
+    import time
+    def napping_after_exec():
+        while True:
+            time.sleep(0.05)
+    napping_after_exec()
+""")
+
+
+@pytest.mark.parametrize("launcher", ["shell", "pyenv-shim"])
+def test_a_program_that_execs_into_python_gets_python_frames(watch, tmp_path, launcher):
+    """issue 17: at the exec stop the interpreter is not mapped yet, or its
+    runtime is not initialised, and the process was never looked at again:
+    a shell wrapper's `exec python3 app.py`, a pyenv shim and a container
+    entrypoint all got native stacks only."""
+    script = tmp_path / "napper.py"
+    script.write_text(NAPPER)
+    if launcher == "shell":
+        argv = ["sh", "-c", f"sleep 1; exec /usr/bin/python3.11 {script}"]
+    else:
+        shim = Path.home() / ".pyenv" / "shims" / "python3"
+        assert shim.exists(), f"no pyenv shim at {shim}"
+        argv = ["sh", "-c", f"sleep 1; exec {shim} {script}"]
+    watch.start_daemon("--wall", interval=50)
+    proc = subprocess.Popen(argv, env=watch.env())
+    watch.procs.append(proc)
+    time.sleep(5)
+    profile = watch.stop()
+    napping = [s for s in profile.samples if any(f["function"] == "napping_after_exec" for f in s["frames"])]
+    assert len(napping) >= 10, (len(profile.samples), watch.log()[-2000:])
