@@ -215,10 +215,10 @@ int splunk_profd_context_init(unsigned slots)
                 err = process_context_writer__publish();
                 __atomic_store_n(&writer.ready, 1, __ATOMIC_RELEASE);
         }
-        if (SPLUNK_PROFD_CONTEXT_SEGMENT && !writer.header) {
-                int r = writer__create(slots);
-                err = r < 0 ? r : err;
-        }
+        /* The process context is best effort: only our segment's error is
+         * the caller's, when there is a segment. */
+        if (SPLUNK_PROFD_CONTEXT_SEGMENT)
+                err = writer.header ? 0 : writer__create(slots);
         pthread_mutex_unlock(&writer.lock);
         return err;
 }
