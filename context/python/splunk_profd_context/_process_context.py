@@ -95,7 +95,11 @@ def resource_attributes() -> Dict[str, Any]:
     try:
         from opentelemetry import trace
 
-        resource = getattr(trace.get_tracer_provider(), "resource", None)
+        resource = None
+        # get_tracer_provider() would itself install the provider named by
+        # OTEL_PYTHON_TRACER_PROVIDER: not ours to do.
+        if "OTEL_PYTHON_TRACER_PROVIDER" not in os.environ:
+            resource = getattr(trace.get_tracer_provider(), "resource", None)
         if resource is None:
             from opentelemetry.sdk.resources import Resource
 
