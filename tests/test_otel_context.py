@@ -139,24 +139,26 @@ def test_ddtrace_app_samples_carry_ddtrace_ids(profd, start_lines, ddtrace_pytho
 
 
 # Our C writer: as installed (libsplunk-profd-context.so, linked at start,
-# TLSDESC: static TLS), and built into the executable without our own
-# segment (SPLUNK_PROFD_CONTEXT_SEGMENT=0), where only the standards can
-# label the samples.
+# TLSDESC: static TLS), the same library loaded with dlopen, and built into
+# the executable without our own segment (SPLUNK_PROFD_CONTEXT_SEGMENT=0),
+# where only the standards can label the samples.
 C_WRITERS = {
-    "library": (CTX_TARGETS / "ctx_c_spans", r"libsplunk-profd-context\.so"),
-    "no-segment": (CTX_TARGETS / "ctx_c_spans_otep", r"ctx_c_spans_otep"),
+    "library": ([CTX_TARGETS / "ctx_c_spans"], r"libsplunk-profd-context\.so"),
+    "dlopen": ([CTX_TARGETS / "ctx_c_spans_dlopen", BUILD / "context" / "libsplunk-profd-context.so"],
+               r"libsplunk-profd-context\.so"),
+    "no-segment": ([CTX_TARGETS / "ctx_c_spans_otep"], r"ctx_c_spans_otep"),
 }
 
 
 @pytest.mark.parametrize("variant", sorted(C_WRITERS))
 def test_c_writer_publishes_the_standards(profd, start_lines, variant):
-    exe, module = C_WRITERS[variant]
+    argv, module = C_WRITERS[variant]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPLUNK_"))}
     env["OTEL_SERVICE_NAME"] = "c-writer"
-    target, lines = start_lines([exe], 2, env=env)
+    target, lines = start_lines(argv, 2, env=env)
     maps = Path(f"/proc/{target.pid}/maps").read_text()
     assert "/memfd:OTEL_CTX" in maps, maps
-    assert ("/memfd:splunk-profd-ctx" in maps) == (variant == "library"), maps
+    assert ("/memfd:splunk-profd-ctx" in maps) == (variant != "no-segment"), maps
     result, prof = profd.profile([target.pid], duration=2.5, interval=10, extra=("-vv",))
     assert "ignoring OpenTelemetry" not in result.stderr, result.stderr
     assert re.search(rf"OpenTelemetry thread context: otel_thread_ctx_v1 in \S*{module}", result.stderr), result.stderr
