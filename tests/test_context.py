@@ -142,6 +142,9 @@ def test_fork_and_multiprocessing_children_publish_their_own_spans(profd, start_
     target, report = start_app_reported([sys.executable, APPS / "py_fork.py"], app_env(writer_path))
     pids = {who: report[who]["pid"] for who in ("parent", "fork", "mp")}
     assert len(set(pids.values())) == 3
+    for who, pid in pids.items():  # its own OTEP 4719 process context (MADV_DONTFORK: none inherited)
+        maps = Path(f"/proc/{pid}/maps").read_text()
+        assert maps.count("/memfd:OTEL_CTX") == 1, f"{who}: {maps}"
     result, prof = profd.profile(list(pids.values()), duration=3, interval=10)
     assert SEGMENT_WARNING not in result.stderr, result.stderr  # an inherited segment is not "bad"
     check_full_width(prof.samples)

@@ -3,10 +3,14 @@ records (otel_thread_ctx_v1) and OTEP 4719 process context (OTEL_CTX).
 
 Writers: tests/context_targets/otel_tls.c (by hand: the variable in the
 executable, or in a dlopen'ed library built global-dynamic and TLSDESC),
-and ddtrace from PyPI (its Rust extension publishes both standards)."""
+ddtrace from PyPI (its Rust extension publishes both standards), and our
+own: the C library (both standards, in libsplunk-profd-context.so, and a
+build without our segment, the variable in the executable) and the Python
+package (the process context only)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import BUILD, REPO  # noqa: E402
 from otlp_receiver import Receiver  # noqa: E402
 from test_export import clean_export_env, decode_body, exported_samples, run_export  # noqa: E402,F401
+from test_context import app_env, check_no_span_work, check_span_work, writer_path  # noqa: E402,F401
 
 APPS = REPO / "tests" / "context_targets"
 CTX_TARGETS = BUILD / "tests" / "context_targets"
@@ -131,3 +136,52 @@ def test_ddtrace_app_samples_carry_ddtrace_ids(profd, start_lines, ddtrace_pytho
         roots = {s["labels"].get("datadog.local_root_span_id", [None])[0] for s in prof.samples
                  if tid_of(s) == tid and s["labels"].get("span_id") == [span]}
         assert roots == {span}, roots
+
+
+# Our C writer: as installed (libsplunk-profd-context.so, linked at start,
+# TLSDESC: static TLS), the same library loaded with dlopen, and built into
+# the executable without our own segment (SPLUNK_PROFD_CONTEXT_SEGMENT=0),
+# where only the standards can label the samples.
+C_WRITERS = {
+    "library": ([CTX_TARGETS / "ctx_c_spans"], r"libsplunk-profd-context\.so"),
+    "dlopen": ([CTX_TARGETS / "ctx_c_spans_dlopen", BUILD / "context" / "libsplunk-profd-context.so"],
+               r"libsplunk-profd-context\.so"),
+    "no-segment": ([CTX_TARGETS / "ctx_c_spans_otep"], r"ctx_c_spans_otep"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(C_WRITERS))
+def test_c_writer_publishes_the_standards(profd, start_lines, variant):
+    argv, module = C_WRITERS[variant]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPLUNK_"))}
+    env["OTEL_SERVICE_NAME"] = "c-writer"
+    target, lines = start_lines(argv, 2, env=env)
+    maps = Path(f"/proc/{target.pid}/maps").read_text()
+    assert "/memfd:OTEL_CTX" in maps, maps
+    assert ("/memfd:splunk-profd-ctx" in maps) == (variant != "no-segment"), maps
+    result, prof = profd.profile([target.pid], duration=2.5, interval=10, extra=("-vv",))
+    assert "ignoring OpenTelemetry" not in result.stderr, result.stderr
+    assert re.search(rf"OpenTelemetry thread context: otel_thread_ctx_v1 in \S*{module}", result.stderr), result.stderr
+    assert re.search(r"OpenTelemetry process context: 1 resource attributes, 0 thread attribute keys, "
+                     r"schema tlsdesc_v1_dev", result.stderr), result.stderr
+    for tid, trace, span in (line.split() for line in lines):
+        check_span_work(prof.samples, int(tid), "in_span_work", (trace, span))
+        check_no_span_work(prof.samples, int(tid), "out_span_work")
+
+
+def test_python_writer_publishes_the_process_context(profd, writer_path, start_lines, clean_export_env):
+    """The SDK's resource reaches the export through OTEL_CTX: telemetry.sdk.name
+    and service.instance.id exist only there (not in the environment)."""
+    env = app_env(writer_path, OTEL_SERVICE_NAME="py-writer")
+    target, lines = start_lines([sys.executable, APPS / "py_spans.py"], 1, env=env, timeout=30)
+    assert "/memfd:OTEL_CTX" in Path(f"/proc/{target.pid}/maps").read_text()
+    with Receiver() as receiver:
+        result = run_export(profd, [target.pid], receiver.endpoint, 2.5, 100, extra=("-v",))
+        records = receiver.records()
+    assert "ignoring OpenTelemetry" not in result.stderr, result.stderr
+    assert records
+    for resource, _, _ in records:
+        assert resource["service.name"] == "py-writer", resource
+        assert resource["telemetry.sdk.name"] == "opentelemetry", resource
+        assert resource.get("service.instance.id"), resource
+        assert resource["telemetry.distro.name"] == "splunk-profd", resource

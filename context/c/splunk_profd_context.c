@@ -16,7 +16,25 @@
  * pthread_atfork child handler unmaps it, creates the child's own segment
  * and re-publishes the forking thread's span there; the old header names
  * the parent as owner, so splunk-profd would reject it for the child
- * anyway. */
+ * anyway.
+ *
+ * The OpenTelemetry standards are published too, so that any standard
+ * reader labels our apps (context/FORMAT.md):
+ * - OTEP 4947: the exported TLS variable otel_thread_ctx_v1 points to the
+ *   thread's record (a fixed per-thread one, so set/clear never allocate).
+ *   set: pointer NULL, record filled, valid = 1, pointer to the record;
+ *   clear: pointer NULL.  Readers read a thread only while it is stopped
+ *   (ptrace stop, or an eBPF program interrupting it on its own CPU), so
+ *   compiler ordering (signal fences) is enough, as in dd-trace-py's
+ *   writer; the kernel's entry into the stop orders the CPU's stores.
+ * - OTEP 4719: the process context (process_context_writer.c), published
+ *   once at init and again in a fork child.
+ * Our own segment stays: it carries the internal-thread flag, which the
+ * standards have no field for, and it labels threads that have been
+ * blocked since before splunk-profd attached (for those the reader has no
+ * fs_base, so it cannot find their TLS).  SPLUNK_PROFD_CONTEXT_SEGMENT=0
+ * at build time leaves it out (the tests use that to prove the standard
+ * path alone labels samples). */
 #include "splunk_profd_context.h"
 
 #include <errno.h>
@@ -30,6 +48,26 @@
 #include <unistd.h>
 
 #include "context_format.h"
+#include "process_context_writer.h"
+
+#ifndef SPLUNK_PROFD_CONTEXT_SEGMENT
+#define SPLUNK_PROFD_CONTEXT_SEGMENT 1
+#endif
+
+/* OTEP 4947 Thread-Local Context Record, without attribute data. */
+struct otel_thread_record {
+        uint8_t trace_id[16];
+        uint8_t span_id[8];
+        uint8_t valid;
+        uint8_t trace_flags;
+        uint16_t attrs_data_size;
+} __attribute__((packed, aligned(8)));
+
+_Static_assert(sizeof(struct otel_thread_record) == 32, "28-byte record, 8-aligned");
+
+/* The standard's symbol: exported in .dynsym, one per process. */
+__attribute__((visibility("default"))) __thread struct otel_thread_record *otel_thread_ctx_v1;
+static __thread struct otel_thread_record otel_record;
 
 struct writer {
         pthread_mutex_t lock; /* creation and claims; never held while writing a span */
@@ -40,6 +78,7 @@ struct writer {
         unsigned epoch; /* bumped per segment: stale thread-local slot pointers */
         pthread_key_t exit_key;
         int key_ok;
+        int ready; /* init ran: hooks installed, process context published */
 };
 
 static struct writer writer = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -147,6 +186,8 @@ static void writer__after_fork_child(void)
         unsigned slots = writer.slot_count;
 
         pthread_mutex_init(&writer.lock, NULL);
+        if (writer.ready) /* MADV_DONTFORK: the child has no process context yet */
+                (void)process_context_writer__publish();
         if (!writer.header)
                 return;
         munmap(writer.header, writer.mapped_len);
@@ -168,13 +209,16 @@ int splunk_profd_context_init(unsigned slots)
         if (slots == 0 || slots > CONTEXT_MAX_SLOTS)
                 slots = CONTEXT_DEFAULT_SLOTS;
         pthread_mutex_lock(&writer.lock);
-        if (!writer.header) {
-                if (!writer.key_ok) {
-                        writer.key_ok = pthread_key_create(&writer.exit_key, thread__exit) == 0;
-                        pthread_atfork(NULL, NULL, writer__after_fork_child);
-                }
-                err = writer__create(slots);
+        if (!writer.ready) {
+                writer.key_ok = pthread_key_create(&writer.exit_key, thread__exit) == 0;
+                pthread_atfork(NULL, NULL, writer__after_fork_child);
+                err = process_context_writer__publish();
+                __atomic_store_n(&writer.ready, 1, __ATOMIC_RELEASE);
         }
+        /* The process context is best effort: only our segment's error is
+         * the caller's, when there is a segment. */
+        if (SPLUNK_PROFD_CONTEXT_SEGMENT)
+                err = writer.header ? 0 : writer__create(slots);
         pthread_mutex_unlock(&writer.lock);
         return err;
 }
@@ -209,8 +253,11 @@ static struct context_slot *thread__slot(void)
 {
         if (self.slot && self.epoch == writer.epoch)
                 return self.slot;
-        if (!writer.header && splunk_profd_context_init(0) < 0)
-                return NULL;
+        if (!writer.header) {
+                (void)splunk_profd_context_init(0); /* its error: no segment, checked next */
+                if (!__atomic_load_n(&writer.header, __ATOMIC_ACQUIRE))
+                        return NULL;
+        }
         pid_t tid = current_tid();
         uint64_t start = thread_start_time(tid);
         pthread_mutex_lock(&writer.lock);
@@ -242,15 +289,35 @@ static int is_zero(const uint8_t *bytes, size_t n)
         return 1;
 }
 
+/* OTEP 4947 attach: no reader sees the record while it changes. */
+static void otel_record__publish(const uint8_t trace_id[16], const uint8_t span_id[8],
+                                 uint8_t trace_flags)
+{
+        __atomic_store_n(&otel_thread_ctx_v1, NULL, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        memcpy(otel_record.trace_id, trace_id, 16);
+        memcpy(otel_record.span_id, span_id, 8);
+        otel_record.trace_flags = trace_flags;
+        otel_record.attrs_data_size = 0;
+        otel_record.valid = 1;
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&otel_thread_ctx_v1, &otel_record, __ATOMIC_RELAXED);
+}
+
 int splunk_profd_context_set(const uint8_t trace_id[16], const uint8_t span_id[8],
                              uint8_t trace_flags)
 {
         if (is_zero(trace_id, 16) || is_zero(span_id, 8))
                 return splunk_profd_context_clear();
+        if (!__atomic_load_n(&writer.ready, __ATOMIC_ACQUIRE))
+                (void)splunk_profd_context_init(0); /* the process context first */
+        otel_record__publish(trace_id, span_id, trace_flags);
         memcpy(self.trace_id, trace_id, 16);
         memcpy(self.span_id, span_id, 8);
         self.trace_flags = trace_flags;
         self.valid = 1;
+        if (!SPLUNK_PROFD_CONTEXT_SEGMENT)
+                return 0;
         struct context_slot *slot = thread__slot();
         if (!slot)
                 return -ENOSPC;
@@ -265,6 +332,9 @@ int splunk_profd_context_set(const uint8_t trace_id[16], const uint8_t span_id[8
 
 int splunk_profd_context_clear(void)
 {
+        /* OTEP 4947 detach; the record stays as it was, unreferenced. */
+        __atomic_store_n(&otel_thread_ctx_v1, NULL, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
         self.valid = 0;
         if (!self.slot || self.epoch != writer.epoch)
                 return 0; /* never published anything here */
@@ -277,6 +347,8 @@ int splunk_profd_context_clear(void)
 int splunk_profd_context_mark_internal(int internal)
 {
         self.flags = internal ? CONTEXT_FLAG_INTERNAL : 0;
+        if (!SPLUNK_PROFD_CONTEXT_SEGMENT)
+                return -ENOTSUP; /* the flag lives only in our segment */
         struct context_slot *slot = thread__slot();
         if (!slot)
                 return -ENOSPC;

@@ -8,6 +8,12 @@
  * context/FORMAT.md): no locks, no allocation, no syscall after the
  * thread's first call.  Fork-safe: a child gets its own segment.
  *
+ * It also publishes the OpenTelemetry standards for out-of-process
+ * readers: OTEP 4947 (the exported TLS variable otel_thread_ctx_v1 points
+ * to the thread's record while it is in a span) and OTEP 4719 (an OTEL_CTX
+ * process context with service.name from OTEL_SERVICE_NAME), so any
+ * standard reader labels the app too.
+ *
  * pkg-config --cflags --libs splunk-profd-context */
 #pragma once
 
@@ -18,8 +24,9 @@ extern "C" {
 #endif
 
 /* Creates the segment with room for `slots` threads (0: the default,
- * 1024).  Optional: the first set/clear/mark call creates it.  Returns 0 or
- * -errno; a second call is a no-op returning 0. */
+ * 1024) and publishes the process context.  Optional: the first set/mark
+ * call does it.  Returns 0 or -errno; a second call is a no-op returning
+ * 0. */
 int splunk_profd_context_init(unsigned slots);
 
 /* The calling thread now runs inside this span.  All-zero ids clear it.

@@ -2,7 +2,10 @@
  * 50 ms, between in_span_work() inside a span published with
  * splunk_profd_context_set() and out_span_work() after
  * splunk_profd_context_clear().  Ids have leading zero bytes on purpose.
- * Prints one line per thread, "TID TRACE_HEX SPAN_HEX", then "ready". */
+ * Prints one line per thread, "TID TRACE_HEX SPAN_HEX", then "ready".
+ *
+ * Built with CTX_DLOPEN (ctx_c_spans_dlopen LIB): the writer library is
+ * not linked but loaded with dlopen, so its TLS is a dlopen'ed module's. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +14,32 @@
 #include <unistd.h>
 
 #include "splunk_profd_context.h"
+
+#ifdef CTX_DLOPEN
+#include <dlfcn.h>
+
+static int (*set_fn)(const uint8_t *, const uint8_t *, uint8_t);
+static int (*clear_fn)(void);
+static int (*init_fn)(unsigned);
+#define splunk_profd_context_set   set_fn
+#define splunk_profd_context_clear clear_fn
+#define splunk_profd_context_init  init_fn
+
+static int load_writer(const char *path)
+{
+        void *lib = path ? dlopen(path, RTLD_NOW) : NULL;
+
+        if (!lib) {
+                fprintf(stderr, "dlopen: %s\n", path ? dlerror() : "no library given");
+                return -1;
+        }
+        set_fn = (int (*)(const uint8_t *, const uint8_t *, uint8_t))dlsym(
+            lib, "splunk_profd_context_set");
+        clear_fn = (int (*)(void))dlsym(lib, "splunk_profd_context_clear");
+        init_fn = (int (*)(unsigned))dlsym(lib, "splunk_profd_context_init");
+        return set_fn && clear_fn && init_fn ? 0 : -1;
+}
+#endif
 
 static pthread_mutex_t print_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -67,10 +96,16 @@ static void *worker(void *arg)
         return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
         pthread_t threads[2];
 
+        (void)argc;
+        (void)argv;
+#ifdef CTX_DLOPEN
+        if (load_writer(argv[1]) < 0)
+                return 1;
+#endif
         if (splunk_profd_context_init(0) < 0)
                 return 1;
         for (uintptr_t i = 0; i < 2; i++)

@@ -10,6 +10,14 @@ Fork: os.register_at_fork gives the child a fresh segment (its header
 names the child as owner) and drops the inherited mapping; the forking
 thread's current span is re-published there.
 
+Process context: install() also publishes the OpenTelemetry process
+context (OTEP 4719, _process_context.py) with the SDK's resource, so
+service.name and the rest reach any standard reader (splunk-profd puts
+them in its export resource); publish_process_context() re-publishes it
+after the application configured its own resource.  The per-thread OTEP
+4947 record is not published: it needs an ELF TLS symbol, which pure
+Python cannot define.
+
 Internal threads: the SDK's worker threads (batch span/log processors, the
 periodic metric reader) are marked, both those already running at
 install() and those started later (threading.Thread.run is wrapped).
@@ -20,11 +28,13 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
+from ._process_context import ProcessContext, resource_attributes
 from ._segment import DEFAULT_SLOTS, FLAG_INTERNAL, Segment, SlotWriter
 
-__all__ = ["install", "uninstall", "installed", "mark_current_thread_internal", "segment"]
+__all__ = ["install", "uninstall", "installed", "mark_current_thread_internal", "segment",
+           "publish_process_context"]
 
 _INTERNAL_NAME_PREFIXES = ("OtelBatch", "OtelPeriodicExportingMetricReader", "OtelBatchSpanProcessor")
 _INTERNAL_MODULE_PREFIXES = ("opentelemetry.sdk", "opentelemetry.exporter")
@@ -67,6 +77,8 @@ class _State:
         self.span_key: Any = None
         self.fork_hook = False
         self.span_ids: Callable = _span_ids
+        self.process_context: Optional[ProcessContext] = None
+        self.resource: Optional[Mapping[str, Any]] = None  # as last published
 
 
 _state = _State()
@@ -75,6 +87,20 @@ _state = _State()
 def segment() -> Optional[Segment]:
     """The current segment (None before install())."""
     return _state.segment
+
+
+def publish_process_context(resource: Optional[Mapping[str, Any]] = None) -> bool:
+    """Publishes the OTEP 4719 process context with `resource` (default:
+    the SDK's resource, see _process_context.resource_attributes).  Returns
+    whether it was published; never raises."""
+    try:
+        if _state.process_context is None:
+            _state.process_context = ProcessContext()
+        _state.resource = dict(resource) if resource is not None else resource_attributes()
+        _state.process_context.publish(_state.resource)
+        return True
+    except Exception:
+        return False
 
 
 def installed() -> bool:
@@ -183,6 +209,8 @@ def _wrap_run(run: Callable) -> Callable:
 
 
 def _after_fork_in_child() -> None:
+    if _state.process_context is not None and _state.resource is not None:
+        publish_process_context(_state.resource)  # MADV_DONTFORK: the child has none
     old = _state.segment
     if old is None:
         return
@@ -233,6 +261,7 @@ def install(slots: int = DEFAULT_SLOTS) -> None:
         _state.fork_hook = True
     _mark_running_threads()
     _publish(context_api.get_current())
+    publish_process_context()
 
 
 def uninstall() -> None:
