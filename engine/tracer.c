@@ -81,6 +81,11 @@ static int attach_one(struct registry *registry, pid_t pid)
                 subprocesses__start_command(registry, target);
         if (target->gone)
                 return 0;
+        /* dump --wait: set up right before the dump (run_loop), for the
+         * program as it runs by then; at its exec stop neither libpython
+         * nor the interpreter is there to be found. */
+        if (pid == registry->command.pid && registry->config.first_tick_delay_s > 0)
+                return 0;
         return profiled_target__prepare(registry, target);
 }
 
