@@ -4,7 +4,9 @@
  *
  *   record  write the profile (pprof, collapsed, speedscope or SVG, all from
  *           the one profile builder) and a summary line;
- *   dump    the tracer stops after one tick; print what the dump sink kept;
+ *   dump    the tracer stops after one tick; print what the dump sink kept
+ *           (a launched COMMAND's tick comes after --wait SEC; the command
+ *           then runs on and is waited for, as with record);
  *   top     cli/cmd_top.c runs its own terminal loop instead.
  *
  * All three share the tracer and the sampler; they differ only in the sink
