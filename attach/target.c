@@ -116,8 +116,12 @@ void target__reset_after_exec(struct target *target)
                 thread_free(thread);
         }
         target->execed = true;
-        if (!target__add_thread(target, target->pid))
+        if (!target__add_thread(target, target->pid)) {
                 target->gone = true;
+                return;
+        }
+        /* The new program's name (a launched COMMAND was a copy of us). */
+        snprintf(target->comm, sizeof(target->comm), "%s", target->threads[0]->name);
 }
 
 void target__free(struct target *target)

@@ -133,5 +133,6 @@ struct tthread *target__find_thread(struct target *target, pid_t tid);
 struct tthread *target__add_thread(struct target *target, pid_t tid);
 void target__remove_thread(struct target *target, pid_t tid);
 
-/* After exec only the leader survives; its /proc files are reopened. */
+/* After exec only the leader survives; its /proc files are reopened and
+ * comm is the new program's. */
 void target__reset_after_exec(struct target *target);

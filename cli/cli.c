@@ -3,7 +3,8 @@
  *   splunk-profd [record] --pid N ...   sample and write a profile (the
  *                                       default; `record` is optional so
  *                                       older command lines keep working)
- *   splunk-profd dump --pid N [--json]  every thread's stack, once
+ *   splunk-profd dump --pid N [--json]  every thread's stack, once (or of a
+ *                                       COMMAND it starts, after --wait SEC)
  *   splunk-profd top --pid N            live hottest functions
  *
  * Every option is one row of `options` below: its names, its value, the
@@ -50,6 +51,7 @@ static const char overview_text[] =
     "Usage: splunk-profd [record] --pid PID [options]   sample, write a profile\n"
     "       splunk-profd record [options] -- COMMAND...  start COMMAND, profile it\n"
     "       splunk-profd dump --pid PID [--json]        every thread's stack, once\n"
+    "       splunk-profd dump --wait SEC -- COMMAND...   start COMMAND, dump it later\n"
     "       splunk-profd top --pid PID [--thread T]     live hottest functions\n"
     "       splunk-profd --watch [--allow R] [--deny R] daemon: every labelled process\n"
     "       splunk-profd COMMAND --help                 options of a command\n"
@@ -99,6 +101,7 @@ static const char record_outro[] =
 static const char dump_intro[] =
     "Usage: splunk-profd dump --pid PID [--pid PID ...] [options]\n"
     "       splunk-profd dump --name PATTERN [--all-matches] [options]\n"
+    "       splunk-profd dump --wait SEC [options] -- COMMAND [ARGS...]\n"
     "\n"
     "Prints every thread's current stack once: merged Python and native frames\n"
     "with file:line, thread name, OS thread id, Python thread id, state\n"
@@ -112,6 +115,14 @@ static const char dump_outro[] =
     "Examples:\n"
     "  splunk-profd dump --pid 1234\n"
     "  splunk-profd dump --pid 1234 --json | jq '.processes[].threads[].name'\n"
+    "  splunk-profd dump --wait 5 -- python3 app.py\n"
+    "\n"
+    "With -- COMMAND: COMMAND is started under the profiler (stdin, stdout\n"
+    "and stderr are its own), runs for --wait SEC, has its stacks dumped\n"
+    "once, then runs on untraced; splunk-profd exits with its status (128+N\n"
+    "after signal N).  A COMMAND that exits before SEC gets no dump, only a\n"
+    "warning, and its status.  A COMMAND that cannot be started is exit\n"
+    "status 2.\n"
     "\n"
     "Exit status: 0 done, 1 runtime failure, 2 usage error,\n"
     "3 a target cannot be profiled.\n";
@@ -449,6 +460,13 @@ static enum cli_result on_format(struct parse *parse, const char *arg)
         return CLI_RUN;
 }
 
+static enum cli_result on_wait(struct parse *parse, const char *arg)
+{
+        if (!parse_seconds(arg, &parse->config->first_tick_delay_s))
+                return fail(parse, "--wait %.64s: not a positive number of seconds", arg);
+        return CLI_RUN;
+}
+
 static enum cli_result on_duration(struct parse *parse, const char *arg)
 {
         if (!parse_seconds(arg, &parse->config->duration_s))
@@ -657,6 +675,12 @@ static const struct cli_option options[] = {
      .commands = FOR_DUMP,
      .apply = on_json,
      .help = "one JSON document on stdout instead of text"},
+    {.name = "wait",
+     .value = "SEC",
+     .commands = FOR_DUMP,
+     .apply = on_wait,
+     .help = "with -- COMMAND (needed there): let COMMAND run SEC\n"
+             "seconds, then dump it"},
     {.name = "thread",
      .letter = 't',
      .value = "T",
@@ -952,6 +976,9 @@ static enum cli_result check_targets(struct parse *parse)
                 given[ways++] = "-- COMMAND";
         if (ways > 1)
                 return fail(parse, "%s and %s cannot be combined", given[0], given[1]);
+        /* A dump of a process started now would show only its start-up. */
+        if (config->first_tick_delay_s > 0 && !config->command_argv)
+                return fail(parse, "--wait needs -- COMMAND (--pid and --name are dumped at once)");
         if (ways == 0)
                 return fail(parse,
                             "no target: give --pid PID, --name PATTERN or -- COMMAND (see --help)");
@@ -959,9 +986,10 @@ static enum cli_result check_targets(struct parse *parse)
                 return fail(parse, "--all-matches needs --name PATTERN");
         if (config->subprocesses && config->watch)
                 return fail(parse, "--subprocesses: --watch follows children already");
-        if (config->command_argv && config->command == COMMAND_DUMP)
-                return fail(parse, "dump shows running processes: give --pid or --name, "
-                                   "not a COMMAND");
+        if (config->command_argv && config->command == COMMAND_DUMP &&
+            config->first_tick_delay_s <= 0)
+                return fail(parse, "dump -- COMMAND needs --wait SEC: how long COMMAND runs "
+                                   "before the dump");
         return CLI_RUN;
 }
 

@@ -4,7 +4,9 @@
  *
  *   record  write the profile (pprof, collapsed, speedscope or SVG, all from
  *           the one profile builder) and a summary line;
- *   dump    the tracer stops after one tick; print what the dump sink kept;
+ *   dump    the tracer stops after one tick; print what the dump sink kept
+ *           (a launched COMMAND's tick comes after --wait SEC; the command
+ *           then runs on and is waited for, as with record);
  *   top     cli/cmd_top.c runs its own terminal loop instead.
  *
  * All three share the tracer and the sampler; they differ only in the sink
@@ -504,6 +506,18 @@ static int start_exporter(struct registry *registry)
         return 0;
 }
 
+/* dump: the one tick's stacks; with -- COMMAND nothing when the command
+ * ended before --wait was over (its status is what follows). */
+static int print_dump(struct registry *registry, struct cmd_dump *dump, const struct launch *launch)
+{
+        if (launch && registry->stats.ticks == 0) {
+                log_warning("%s exited before the dump (--wait %g)",
+                            registry->config.command_argv[0], registry->config.first_tick_delay_s);
+                return 0;
+        }
+        return cmd_dump__print(dump, stdout);
+}
+
 /* record and dump: the tracer runs until the duration, the single dump
  * tick, the last target's exit or a signal; then the command finishes. */
 static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
@@ -537,10 +551,10 @@ static int run(struct registry *registry, int signal_fd, struct cmd_dump *dump,
         if (registry->attach_error) {
                 log_error("%s", registry->attach_why);
                 status = registry->attach_exit_code;
-        } else if (dump) {
-                status = cmd_dump__print(dump, stdout);
         } else if (launch && exec_failed(registry, launch)) {
                 status = EXIT_USAGE; /* nothing ran: no profile */
+        } else if (dump) {
+                status = print_dump(registry, dump, launch);
         } else {
                 status = write_output(registry);
                 print_summary(registry);
@@ -570,7 +584,7 @@ static int run_command(struct registry *registry, int signal_fd, struct daemon_s
                         return EXIT_RUNTIME;
                 }
                 registry->sink = cmd_dump__sink(dump);
-                return run(registry, signal_fd, dump, NULL, NULL);
+                return run(registry, signal_fd, dump, NULL, launch);
         case COMMAND_RECORD:
                 break;
         }

@@ -44,6 +44,9 @@ struct profd_config {
         bool wall;                 /* record: outputs show wall time, not CPU: --wall */
         const char *thread_filter; /* top: --thread NAME|TID, NULL = all */
         uint64_t max_ticks;        /* stop after this many ticks (dump: 1), 0 = no limit */
+        /* dump --wait SEC (only with -- COMMAND): the first tick comes SEC
+         * after the start instead of one interval after it; 0: no wait. */
+        double first_tick_delay_s;
         size_t n_pids;
         pid_t pids[CONFIG_MAX_PIDS];
         /* `-- COMMAND [ARGS...]`: started by cli/launch.c, whose pid then

@@ -81,6 +81,11 @@ static int attach_one(struct registry *registry, pid_t pid)
                 subprocesses__start_command(registry, target);
         if (target->gone)
                 return 0;
+        /* dump --wait: set up right before the dump (run_loop), for the
+         * program as it runs by then; at its exec stop neither libpython
+         * nor the interpreter is there to be found. */
+        if (pid == registry->command.pid && registry->config.first_tick_delay_s > 0)
+                return 0;
         return profiled_target__prepare(registry, target);
 }
 
@@ -249,10 +254,17 @@ void tracer__warn_if_behind(const struct registry *registry)
                     (unsigned long long)s->thread_samples_asked);
 }
 
+/* The tick grid's origin: the start, or later by the first tick's delay
+ * (dump --wait), which a resumed run keeps counting from the start. */
+static uint64_t grid_origin(const struct registry *registry)
+{
+        return registry->start_ns + (uint64_t)(registry->config.first_tick_delay_s * 1e9);
+}
+
 static void run_loop(struct registry *registry, int timer_fd)
 {
         uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
-        uint64_t grid_start = registry->start_ns, next_tick_ns;
+        uint64_t grid_start = grid_origin(registry), next_tick_ns;
         unsigned int seed = (unsigned int)registry->start_ns;
         struct pollfd fds[5] = {
             {.fd = timer_fd, .events = POLLIN},
@@ -279,6 +291,11 @@ static void run_loop(struct registry *registry, int timer_fd)
                 /* A due tick first: watch upkeep (set-up of new targets)
                  * waits for it, not the other way round. */
                 if (fds[0].revents & POLLIN && read(timer_fd, &value, sizeof(value)) > 0) {
+                        /* A target that executed since the last tick is set
+                         * up first, or this tick would skip it: for dump's
+                         * one tick of a launched COMMAND, the only one. */
+                        if (!registry->watch)
+                                subprocesses__prepare_pending(registry);
                         sampler__tick(registry, realtime_ns());
                         export_after_tick(registry, false);
                         run_status__send(registry);

@@ -1,5 +1,6 @@
 """Launch-and-profile, pick by name, follow children (issue 21):
-`record -- COMMAND`, `top -- COMMAND`, `--name`, `--subprocesses`, `--threads`.
+`record -- COMMAND`, `top -- COMMAND`, `dump --wait SEC -- COMMAND`, `--name`,
+`--subprocesses`, `--threads`.
 
 Real processes only: Python scripts and a C program compiled here, run
 under splunk-profd; Ctrl-C goes through a pseudo-terminal (pty module).
@@ -7,6 +8,7 @@ Every test checks that the command ran untraced at the end (no process
 left traced or stopped) and that its exit status came through."""
 
 import collections
+import json
 import os
 import pty
 import re
@@ -149,7 +151,7 @@ def test_command_that_cannot_start_is_exit_2_one_line(tmp_path, command):
 
 def test_usage_errors(tmp_path):
     for args, text in [(["--"], "no COMMAND"), (["--pid", "1", "--", "true"], "--pid and -- COMMAND cannot be combined"),
-                       (["dump", "--", "true"], "dump shows running processes"),
+                       (["dump", "--", "true"], "dump -- COMMAND needs --wait SEC"),
                        (["--all-matches", "--pid", "1"], "--all-matches needs"),
                        (["-o", tmp_path / "x.pb.gz", "--threads", "--", "true"], "--threads needs collapsed")]:
         result = run(*args)
@@ -394,6 +396,74 @@ def test_name_never_matches_splunk_profd(tmp_path):
     result = run("record", "--name", "splunk-prof*", "-d", "0.2")
     assert result.returncode == 3, result.stderr
     assert "no process matches" in result.stderr
+
+
+# ----------------------------------------------------------------- dump --wait
+
+# Sleeps in a named function well past the dump, then reports whether it
+# is still traced (it must not be after the dump) and exits with argv[2].
+DUMP_WAIT_PY = """
+    import sys, time
+    def dump_wait_sleeper(seconds):
+        time.sleep(seconds)
+    dump_wait_sleeper(float(sys.argv[1]))
+    tracer = [l.split()[1] for l in open("/proc/self/status") if l.startswith("TracerPid:")][0]
+    print("tracer after the dump:", tracer, flush=True)
+    sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_dump_wait_json_shows_the_frame_then_the_status(tmp_path):
+    script = write_script(tmp_path, "dump_wait.py", DUMP_WAIT_PY)
+    start = time.monotonic()
+    result = run("dump", "--wait", "1", "--json", "--", PYTHON, script, "2.5", "7")
+    elapsed = time.monotonic() - start
+    assert result.returncode == 7, result.stderr
+    assert elapsed >= 2.4, elapsed  # it waited for the command, not only for the dump
+    dump_line, after = result.stdout.split("\n", 1)
+    assert after == "tracer after the dump: 0\n", result.stdout
+    [process] = json.loads(dump_line)["processes"]
+    assert process["name"] != "splunk-profd", process  # the program's, after its exec
+    [thread] = process["threads"]
+    assert thread["sampled"] and thread["state"] == "blocked", thread
+    functions = [f["function"] for f in thread["frames"]]
+    assert "dump_wait_sleeper" in functions, functions
+    assert error_lines(result.stderr) == [], result.stderr
+
+
+def test_dump_wait_text_and_death_by_signal(tmp_path, busy_c):
+    result = run("dump", "--wait", "0.5", "--", busy_c, "1.5", str(-int(signal.SIGTERM)))
+    assert result.returncode == 128 + int(signal.SIGTERM), result.stderr
+    assert re.match(r'Process \d+ "launched-busy": 1 threads\n', result.stdout), result.stdout
+    assert "launched_c_spin" in result.stdout, result.stdout
+    assert result.stdout.endswith("c output line\n"), result.stdout
+
+
+def test_dump_wait_command_exiting_first_gets_no_dump(tmp_path):
+    start = time.monotonic()
+    result = run("dump", "--wait", "30", "--json", "--", PYTHON, "-c", "import sys; sys.exit(4)")
+    assert result.returncode == 4, result.stderr
+    assert time.monotonic() - start < 15
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "exited before the dump" in lines[0], lines
+    assert error_lines(result.stderr) == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1x", "nan", ""])
+def test_dump_wait_bad_value_is_exit_2_one_line(value):
+    result = run("dump", "--wait", value, "--", "true")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert error_lines(result.stderr) and "--wait" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("args", [["--pid", str(os.getpid())], [], ["--name", "python*", "--all-matches"]])
+def test_dump_wait_needs_a_command(args):
+    result = run("dump", "--wait", "1", *args)
+    assert result.returncode == 2, result.stderr
+    [line] = result.stderr.splitlines()
+    assert "--wait needs -- COMMAND" in line, line
 
 
 # ----------------------------------------------------------------- --threads

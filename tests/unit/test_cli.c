@@ -181,6 +181,19 @@ static void test_subcommands(void)
         check_error(PARSE("--pid", "1", "--idle"), "--idle: not an option of `record`");
         check_error(PARSE("dump", "--watch"), "--watch: not an option of `dump`");
         check_error(PARSE("frobnicate", "--pid", "1"), "unknown command 'frobnicate'");
+
+        /* dump -- COMMAND: the one tick comes --wait SEC after the start. */
+        CHECK(PARSE("dump", "--wait", "0.5", "--json", "--", "python3", "app.py") == CLI_RUN);
+        CHECK(config.first_tick_delay_s == 0.5 && config.max_ticks == 1 && config.json);
+        CHECK(strcmp(config.command_argv[0], "python3") == 0);
+        CHECK(PARSE("dump", "--pid", "7") == CLI_RUN && config.first_tick_delay_s == 0);
+        check_error(PARSE("dump", "--", "true"), "needs --wait SEC");
+        check_error(PARSE("dump", "--wait", "1", "--pid", "7"), "--wait needs -- COMMAND");
+        check_error(PARSE("dump", "--wait", "1"), "--wait needs -- COMMAND");
+        check_error(PARSE("dump", "--wait", "0", "--", "true"), "--wait 0: not a positive");
+        check_error(PARSE("dump", "--wait", "-1", "--", "true"), "--wait -1: not a positive");
+        check_error(PARSE("dump", "--wait", "1s", "--", "true"), "--wait 1s: not a positive");
+        check_error(PARSE("record", "--wait", "1", "--", "true"), "--wait: not an option");
 }
 
 /* --help prints the command's options and nothing of the others'. */
@@ -209,6 +222,7 @@ static void test_help(void)
         CHECK(strstr(dump, "  -j, --json             one JSON document"));
         CHECK(strstr(dump, "      --native=MODE      "));
         CHECK(!strstr(dump, "--duration") && !strstr(dump, "--watch"));
+        CHECK(strstr(dump, "      --wait SEC         with -- COMMAND"));
         free(dump);
 
         char *top = help_of((char *[]){"splunk-profd", "top", "-h", NULL});
