@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import CHAIN_STACK, ERROR_PREFIX, assert_stack_prefix, parse_summary  # noqa: E402
-from otlp_receiver import Receiver, free_port  # noqa: E402
+from otlp_receiver import Receiver, SlowProxy, free_port  # noqa: E402
 
 LOG_ATTRIBUTES = {
     "com.splunk.sourcetype": "otel.profiling",
@@ -250,6 +250,25 @@ def test_unavailable_then_ok_is_retried_without_duplicates(profd, targets, start
     keys = [sample_key(s) for _, s in exported_samples(records, decode_body)]
     assert len(keys) == len(set(keys)), "a retried record arrived twice"
     assert len(keys) == summary["samples"], "every sample arrives once UNAVAILABLE is over"
+
+
+def test_collector_with_a_slow_handshake_gets_every_record(profd, targets, start_target, decode_body):
+    """A collector whose handshake takes 3 s (a proxy holds each connection
+    3 s before it forwards a byte): the connection attempt must be given
+    that long.  grpc's connect timeout once followed its 250 ms..2 s
+    reconnect backoff, so no attempt ever completed and nothing arrived."""
+    target = start_target(targets.chain)
+    with Receiver() as receiver, SlowProxy(receiver.port, delay=3.0) as proxy:
+        result = run_export(profd, [target.pid], proxy.endpoint, 6, 100)
+        records = receiver.records()
+        connections = proxy.connections
+    summary = result.summary
+    assert records, f"nothing arrived through a 3 s handshake ({connections} connection attempts): {result}"
+    assert summary["export_unsent"] == 0 and summary["export_dropped"] == 0, str(result)
+    assert summary["export_records"] == len(records), str(result)
+    keys = [sample_key(s) for _, s in exported_samples(records, decode_body)]
+    assert len(keys) == len(set(keys)) == summary["samples"], (len(keys), summary["samples"])
+    assert connections <= 3, f"{connections} connection attempts: attempts are abandoned early"
 
 
 def rss_kb(pid, field="VmHWM"):
