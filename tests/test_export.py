@@ -197,6 +197,54 @@ def test_one_record_per_tick_at_one_second_or_more(profd, targets, start_target,
         assert len(times) == 1, f"one tick per record expected, got {sorted(times)}"
 
 
+def test_records_span_the_flush_interval_when_ticks_run_late(profd, targets, start_target, decode_body):
+    """Ticks that run late (here: the daemon is stopped 250 ms out of every
+    300 ms, as on a starved host) must not stretch a record: it closes
+    once its first sample is a flush interval old, by the samples' clock.
+    Counting ticks once made a "1000 ms" record span 4.8 s."""
+    import signal
+    import threading
+
+    target = start_target(targets.chain)
+    interval, flush, duration = 100, 1000, 8
+    with Receiver() as receiver:
+        daemon = profd.start("--pid", target.pid, "--duration", duration, "--interval", interval,
+                             "--flush-interval", flush, "--endpoint", receiver.endpoint)
+        done = threading.Event()
+
+        def starve():
+            time.sleep(1.5)  # attached and sampling
+            while not done.is_set() and daemon.poll() is None:
+                os.kill(daemon.pid, signal.SIGSTOP)
+                time.sleep(0.25)
+                os.kill(daemon.pid, signal.SIGCONT)
+                time.sleep(0.05)
+            os.kill(daemon.pid, signal.SIGCONT)
+
+        starver = threading.Thread(target=starve)
+        starver.start()
+        time.sleep(duration - 1)
+        done.set()
+        starver.join()
+        result = profd.finish(daemon, timeout=60)
+        records = receiver.records()
+    assert result.returncode == 0, str(result)
+    spans = sorted(sorted({s["num_labels"]["source.event.time"][0] for s in decode_body(record)["samples"]})
+                   for _, _, record in records)
+    late = spans[2:-1]  # whole records while starved (it begins during the second)
+    print(f"record spans (ms): {[t[-1] - t[0] for t in spans]}")
+    # Closed at the first tick at least flush - 1.5 periods after the first
+    # sample (the next would be half a period short of the flush interval),
+    # so only that tick's own lateness adds to the span.  The last record
+    # is the one flushed at exit.
+    for t in (t for t in spans[:-1] if len(t) > 1):
+        assert t[-2] - t[0] <= flush - 1.5 * interval, f"a {flush} ms record went on too long: {t}"
+        assert t[-1] - t[0] <= flush + 2 * interval, f"a {flush} ms record spans {t[-1] - t[0]} ms: {t}"
+    assert len(late) >= 2, spans
+    mean_gap = sum(t[-1] - t[0] for t in late) / sum(len(t) - 1 for t in late)
+    assert mean_gap >= 1.3 * interval, f"ticks were not slowed (mean gap {mean_gap:.0f} ms): {spans}"
+
+
 def test_python_target_resource(profd, start_target):
     script = "import sys\nprint('ready', flush=True)\nwhile True:\n    sum(range(1000))\n"
     env = {k: v for k, v in os.environ.items() if k not in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES")}
