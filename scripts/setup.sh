@@ -65,5 +65,9 @@ if ! "$DDTRACE_VENV/bin/python" -c 'import ddtrace' 2>/dev/null; then
   "$DDTRACE_VENV/bin/python" -m pip install -q 'ddtrace==4.16.0'
 fi
 
+# The real OpenTelemetry Collector of tests/test_collector.py, built once
+# with the Collector Builder and cached outside the repository.
+scripts/setup-collector.sh >/dev/null
+
 meson setup build --buildtype=debugoptimized >/dev/null 2>&1 || meson setup --reconfigure build >/dev/null
 ninja -C build
