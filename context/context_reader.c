@@ -10,7 +10,13 @@
  * Index: slot numbers per thread are kept in the threads themselves
  * (tthread.context_slot), rebuilt from one bulk copy of the slot array
  * whenever header.claims moves or a slot stopped naming its thread.  The
- * stop window then costs one 64-byte process_vm_readv.
+ * stop window then costs one 64-byte process_vm_readv.  The target
+ * decides how often claims moves, so rebuilds are paced (reader__reindex):
+ * one that changed no thread's slot doubles the wait before the next, up
+ * to CONTEXT_INDEX_MAX_NS, and every wait is at least CONTEXT_INDEX_DUTY
+ * times the rebuild's own cost.  A process that bumps claims in a loop
+ * thus costs about one rebuild a second; a new thread of ours resets the
+ * pacing, since a thread's first span is what claims a slot.
  *
  * Decoding trusts a slot only when its sequence is even, its tid is the
  * sampled thread and its start time is that thread's start time from
@@ -29,6 +35,7 @@
 #include "attach/remote_memory.h"
 #include "context/context_format.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/hex.h"
 #include "util/log.h"
 
@@ -190,7 +197,8 @@ static bool reader__discover(struct context_reader *reader, struct target *targe
                         reader->mapped_len = len;
                         reader->slot_count = header.slot_count;
                         reader->claims = header.claims - 1; /* force an index build */
-                        reader->next_index_ns = 0;
+                        reader->index_last_ns = 0;          /* index at once */
+                        reader->index_gap_ns = 0;
                         log_info("PID %d: span context segment at 0x%" PRIx64 ", %u slots",
                                  (int)reader->pid, start, header.slot_count);
                         return true;
@@ -237,19 +245,21 @@ static uint32_t slot_keys__find(const struct slot_key *keys, size_t n, pid_t tid
         return 0;
 }
 
-static void reader__index(struct context_reader *reader, struct target *target)
+/* Returns whether any thread's slot changed. */
+static bool reader__index(struct context_reader *reader, struct target *target)
 {
         size_t len = (size_t)reader->slot_count * CONTEXT_SLOT_SIZE, n = 0;
         _cleanup_free_ struct context_slot *slots = malloc(len);
         _cleanup_free_ struct slot_key *keys = calloc(reader->slot_count, sizeof(struct slot_key));
+        bool changed = false;
 
         if (!slots || !keys)
-                return;
+                return false;
         if (remote_memory__read(reader->pid, reader->segment + CONTEXT_HEADER_SIZE, slots, len) !=
             (ssize_t)len) {
                 reader__warn(reader, reader->segment, "slots unreadable");
                 reader__forget(reader, target);
-                return;
+                return true;
         }
         for (uint32_t i = 0; i < reader->slot_count; i++)
                 if (slots[i].tid > 0)
@@ -259,9 +269,41 @@ static void reader__index(struct context_reader *reader, struct target *target)
                 struct tthread *thread = target->threads[i];
                 if (!thread->context_start)
                         thread->context_start = thread_start_time(thread);
-                thread->context_slot = slot_keys__find(keys, n, thread->tid, thread->context_start);
+                uint32_t slot = slot_keys__find(keys, n, thread->tid, thread->context_start);
+                changed |= slot != thread->context_slot;
+                thread->context_slot = slot;
         }
         reader->index_stale = false;
+        return changed;
+}
+
+/* Rebuilds the index and sets when the next rebuild may come. */
+static void reader__reindex(struct context_reader *reader, struct target *target, uint64_t now_ns)
+{
+        uint64_t begin = clock__ns(CLOCK_MONOTONIC), least, gap;
+        bool changed = reader__index(reader, target);
+
+        least = (clock__ns(CLOCK_MONOTONIC) - begin) * CONTEXT_INDEX_DUTY;
+        least = least > CONTEXT_INDEX_NS ? least : CONTEXT_INDEX_NS;
+        gap = reader->index_gap_ns * 2;
+        gap = gap < CONTEXT_INDEX_MAX_NS ? gap : CONTEXT_INDEX_MAX_NS;
+        if (changed || gap < least)
+                gap = least;
+        reader->index_floor_ns = least;
+        reader->index_gap_ns = gap;
+        reader->index_last_ns = now_ns;
+        reader->indexed_threads = target->n_threads;
+}
+
+/* Whether a rebuild may run now; a changed thread set (a new thread's
+ * first span claims a slot) cuts a long wait short. */
+static bool reader__index_allowed(const struct context_reader *reader, const struct target *target,
+                                  uint64_t now_ns)
+{
+        uint64_t wait = target->n_threads != reader->indexed_threads ? reader->index_floor_ns
+                                                                     : reader->index_gap_ns;
+
+        return !reader->index_last_ns || now_ns >= reader->index_last_ns + wait;
 }
 
 bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
@@ -306,10 +348,9 @@ static void refresh_segment(struct context_reader *reader, struct target *target
                 header.claims = reader->claims + 1;
         }
         if ((header.claims != reader->claims || reader->index_stale) &&
-            now_ns >= reader->next_index_ns) {
+            reader__index_allowed(reader, target, now_ns)) {
                 reader->claims = header.claims;
-                reader->next_index_ns = now_ns + CONTEXT_INDEX_NS;
-                reader__index(reader, target);
+                reader__reindex(reader, target, now_ns);
         }
 }
 

@@ -17,6 +17,10 @@
 
 #define CONTEXT_DISCOVER_NS (1000ull * 1000 * 1000) /* re-scan maps at most this often */
 #define CONTEXT_INDEX_NS    (20ull * 1000 * 1000)   /* rebuild the index at most this often */
+/* ...and, while rebuilds change nothing for our threads, ever more rarely
+ * down to this: `claims` is the target's to bump, not a budget of ours. */
+#define CONTEXT_INDEX_MAX_NS (1000ull * 1000 * 1000)
+#define CONTEXT_INDEX_DUTY   50 /* a rebuild is followed by >= 50x its cost of rest */
 
 struct context_reader {
         pid_t pid;
@@ -29,7 +33,11 @@ struct context_reader {
         bool warned;      /* one line per target about a bad segment */
         uint64_t next_discover_ns;
         uint64_t scanned_generation; /* maps generation of a scan that found no candidate */
-        uint64_t next_index_ns;
+        /* Rebuild pacing (context_reader.c): when the last rebuild ran
+         * (0: none yet), the wait before the next, the least wait its
+         * cost allows, and target->n_threads then. */
+        uint64_t index_last_ns, index_gap_ns, index_floor_ns;
+        size_t indexed_threads;
         /* The OpenTelemetry standards: OTEP 4719 process context (resource
          * attributes, thread attribute key map) and OTEP 4947 thread
          * records, read ahead of our own segment. */

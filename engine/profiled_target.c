@@ -103,14 +103,15 @@ void profiled_target__retry_python(struct registry *registry, struct target *tar
                 py_process__prepare(profiled->python, target, target->threads[i]);
 }
 
-void profiled_target__flush(struct registry *registry, struct target *target, uint64_t ticks,
+void profiled_target__flush(struct registry *registry, struct target *target, uint64_t tick_ns,
                             bool force, bool last)
 {
         struct profiled_target *profiled = target->owner;
+        uint64_t flush_ns = (uint64_t)registry->config.export.flush_interval_ms * 1000000u;
 
         if (!profiled || !profiled->otlp || !registry->exporter)
                 return;
-        otlp_target__after_tick(profiled->otlp, registry->exporter, ticks, force);
+        otlp_target__after_tick(profiled->otlp, registry->exporter, tick_ns, flush_ns, force);
         if (!last)
                 return;
         registry->export_encode_ns += profiled->otlp->encode_ns;
@@ -120,7 +121,7 @@ void profiled_target__flush(struct registry *registry, struct target *target, ui
 
 void profiled_target__release(struct registry *registry, struct target *target)
 {
-        profiled_target__flush(registry, target, 1, true, true);
+        profiled_target__flush(registry, target, 0, true, true);
         profiled_target__free(target);
 }
 

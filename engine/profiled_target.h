@@ -47,9 +47,11 @@ int profiled_target__prepare(struct registry *registry, struct target *target);
 void profiled_target__retry_python(struct registry *registry, struct target *target,
                                    uint64_t now_ns);
 
-/* Flushes the target's Splunk record now (all its samples) and hands it
- * to the exporter; `last`: the record is freed too. */
-void profiled_target__flush(struct registry *registry, struct target *target, uint64_t ticks,
+/* After a tick at `tick_ns` (CLOCK_REALTIME): hands the target's Splunk
+ * record to the exporter once it spans the flush interval
+ * (otlp_target__after_tick), or now when `force`; `last`: the record is
+ * freed too. */
+void profiled_target__flush(struct registry *registry, struct target *target, uint64_t tick_ns,
                             bool force, bool last);
 
 /* Flushes the record, then frees the target's engine state (exit, exec,

@@ -89,20 +89,17 @@ static int attach_one(struct registry *registry, pid_t pid)
         return profiled_target__prepare(registry, target);
 }
 
-/* Hands the due Splunk records to the exporter; `force` flushes all. */
-static void export_after_tick(struct registry *registry, bool force)
+/* After the tick at `tick_ns` (its samples' time, CLOCK_REALTIME): hands
+ * the due Splunk records to the exporter; `force` flushes all. */
+static void export_after_tick(struct registry *registry, uint64_t tick_ns, bool force)
 {
-        const struct export_config *config = &registry->config.export;
-        uint64_t interval = (uint64_t)registry->config.interval_ms;
-        uint64_t ticks = ((uint64_t)config->flush_interval_ms + interval / 2) / interval;
-
         if (!registry->exporter)
                 return;
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 bool last = force || target->gone;
 
-                profiled_target__flush(registry, target, ticks ? ticks : 1, last, last);
+                profiled_target__flush(registry, target, tick_ns, last, last);
         }
 }
 
@@ -296,8 +293,9 @@ static void run_loop(struct registry *registry, int timer_fd)
                          * one tick of a launched COMMAND, the only one. */
                         if (!registry->watch)
                                 subprocesses__prepare_pending(registry);
-                        sampler__tick(registry, realtime_ns());
-                        export_after_tick(registry, false);
+                        uint64_t tick_time_ns = realtime_ns();
+                        sampler__tick(registry, tick_time_ns);
+                        export_after_tick(registry, tick_time_ns, false);
                         run_status__send(registry);
                         if (registry->config.max_ticks &&
                             registry->stats.ticks >= registry->config.max_ticks)
@@ -405,7 +403,7 @@ void *tracer__main(void *arg)
                 run_loop(registry, timer_fd);
                 registry->end_ns = monotonic_ns();
         }
-        export_after_tick(registry, true);
+        export_after_tick(registry, 0, true);
         /* Leave no signal unforwarded and no new thread unresumed. */
         event_pump__drain(registry);
         notify_main(registry, 2);

@@ -120,6 +120,18 @@ static void metadata_init(struct otlp_grpc *client, const struct export_config *
 
 #define RECONNECT_BACKOFF_MIN_MS 250
 #define RECONNECT_BACKOFF_MAX_MS 2000
+#define CONNECT_TIMEOUT_MIN_MS   1000
+
+/* How long one connection attempt may take: the export timeout, so that
+ * whatever a call could wait for is given to the handshake too. */
+static int connect_timeout_ms(const struct export_config *config)
+{
+        int64_t ms = config->timeout_ms;
+
+        if (ms < CONNECT_TIMEOUT_MIN_MS)
+                return CONNECT_TIMEOUT_MIN_MS;
+        return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
 
 struct otlp_grpc *otlp_grpc__new(const struct export_config *config, char *error, size_t error_size)
 {
@@ -137,11 +149,18 @@ struct otlp_grpc *otlp_grpc__new(const struct export_config *config, char *error
              .key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
              .value.integer = RECONNECT_BACKOFF_MIN_MS},
             {.type = GRPC_ARG_INTEGER,
-             .key = (char *)GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-             .value.integer = RECONNECT_BACKOFF_MIN_MS},
-            {.type = GRPC_ARG_INTEGER,
              .key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
              .value.integer = RECONNECT_BACKOFF_MAX_MS},
+            /* Despite its name, grpc uses this one only as the minimum
+             * time a connection attempt (TCP, TLS and HTTP/2 handshake,
+             * up to the server's SETTINGS) may take: the attempt's
+             * deadline is max(next backoff, now + this).  Set to the
+             * backoff (250 ms), every attempt to a collector that needs
+             * longer was abandoned and nothing was ever sent.  The
+             * export timeout is the longest a call may wait anyway. */
+            {.type = GRPC_ARG_INTEGER,
+             .key = (char *)GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+             .value.integer = connect_timeout_ms(config)},
         };
         grpc_channel_args channel_args = {.num_args = ARRAY_SIZE(args), .args = args};
         grpc_channel_credentials *creds;

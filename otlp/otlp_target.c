@@ -134,18 +134,33 @@ static void flush(struct otlp_target *target, struct exporter *exporter)
         exporter__submit(exporter, entry);
 }
 
+/* Whether the open record is complete after a tick at `tick_ns`: once
+ * the next tick (one period later) would come half a period short of the
+ * flush interval after the record's first sample or later.  At the
+ * planned pace that is exactly flush / period ticks; when ticks run late
+ * (a loaded host, many threads) a record still spans the flush interval
+ * by the samples' own clock, not a count of ticks that took longer.  A
+ * clock set back closes the record too. */
+static bool record_due(const struct otlp_target *target, uint64_t tick_ns, uint64_t flush_ns)
+{
+        uint64_t period_ns = (uint64_t)target->recorder.period_ms * 1000000u;
+
+        if (!target->first_time_ns)
+                return false;
+        if (tick_ns < target->first_time_ns)
+                return true;
+        return tick_ns - target->first_time_ns + period_ns + period_ns / 2 >= flush_ns;
+}
+
 void otlp_target__after_tick(struct otlp_target *target, struct exporter *exporter,
-                             uint64_t ticks_per_record, bool force)
+                             uint64_t tick_ns, uint64_t flush_ns, bool force)
 {
         bool full;
 
-        target->ticks++;
-        full = target->builder &&
-               (profile_builder__sample_count(target->builder) >= MAX_RECORD_SAMPLES ||
-                target->frames >= MAX_RECORD_FRAMES);
-        if (!force && !full && target->ticks < ticks_per_record)
+        if (!target->builder || profile_builder__sample_count(target->builder) == 0)
                 return;
-        target->ticks = 0;
-        if (target->builder && profile_builder__sample_count(target->builder) > 0)
+        full = profile_builder__sample_count(target->builder) >= MAX_RECORD_SAMPLES ||
+               target->frames >= MAX_RECORD_FRAMES;
+        if (force || full || record_due(target, tick_ns, flush_ns))
                 flush(target, exporter);
 }

@@ -29,7 +29,6 @@ struct otlp_target {
         uint64_t main_code;     /* an address in the main executable */
         uint64_t first_time_ns; /* first sample of the record, Unix ns */
         int64_t frames;         /* stack depth over the record's samples: its size cap */
-        uint64_t ticks;         /* ticks since the last flush */
         uint64_t encode_ns;     /* time spent encoding records, total */
         uint64_t records, too_large;
 };
@@ -49,8 +48,10 @@ void otlp_target__update_resource(struct otlp_target *target,
 int otlp_target__record(struct otlp_target *target, struct address_space *space,
                         const struct sample_record *record);
 
-/* Called after every tick: once `ticks_per_record` ticks have passed (or
- * when `force`), the current record goes to `exporter`.  A record with no
+/* Called after every tick, with the tick's time (CLOCK_REALTIME, the
+ * clock of the samples' source.event.time): the current record goes to
+ * `exporter` once its first sample is `flush_ns` old (see record_due in
+ * otlp_target.c), when it is full, or when `force`.  A record with no
  * sample is not sent. */
 void otlp_target__after_tick(struct otlp_target *target, struct exporter *exporter,
-                             uint64_t ticks_per_record, bool force);
+                             uint64_t tick_ns, uint64_t flush_ns, bool force);

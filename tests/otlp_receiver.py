@@ -125,3 +125,84 @@ def any_value(value):
     """An OTLP AnyValue as a Python value (str/int/bool/float/bytes)."""
     kind = value.WhichOneof("value")
     return getattr(value, kind) if kind else None
+
+
+class SlowProxy:
+    """A TCP proxy on 127.0.0.1 in front of `backend_port` that holds every
+    new connection `delay` seconds before it connects to the backend and
+    forwards a byte: a collector whose handshake (up to its HTTP/2
+    SETTINGS) takes that long, as behind a slow load balancer or on a
+    loaded host."""
+
+    def __init__(self, backend_port, delay):
+        self.backend_port, self.delay = backend_port, delay
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.connections = 0
+        self.sockets = []
+        self.lock = threading.Lock()
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self):
+        while not self.stopped.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                self.sockets.append(client)
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        if self.stopped.wait(self.delay):
+            return
+        try:
+            backend = socket.create_connection(("127.0.0.1", self.backend_port))
+        except OSError:
+            client.close()
+            return
+        with self.lock:
+            self.sockets.append(backend)
+        threading.Thread(target=self._pipe, args=(backend, client), daemon=True).start()
+        self._pipe(client, backend)
+
+    @staticmethod
+    def _pipe(source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self):
+        self.stopped.set()
+        self.listener.close()
+        with self.lock:
+            for s in self.sockets:
+                s.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -244,6 +244,28 @@ def test_recycled_tid_never_inherits_a_dead_threads_span(profd, start_target_lin
     assert SEGMENT_WARNING not in result.stderr
 
 
+def test_a_target_bumping_claims_does_not_multiply_our_cpu(profd, start_target_lines):
+    """header.claims is the target's to bump: one that bumps it in a tight
+    loop (ctx_raw claims, 16384 slots) may cost the reader about one index
+    rebuild a second, not one every 20 ms (that raised our CPU 5x).  Both
+    daemons run side by side against twin targets, one bumping and one
+    spinning the same way without touching the segment, so the host's
+    load hits both alike; the busy thread's span is found either way."""
+    bumping, lines_b = start_target_lines([CTX_TARGETS / "ctx_raw", "claims"], 1)
+    quiet, lines_q = start_target_lines([CTX_TARGETS / "ctx_raw", "quiet"], 1)
+    duration, interval = 5, 5
+    daemons = [profd.start("--pid", t.pid, "--duration", duration, "--interval", interval) for t in (bumping, quiet)]
+    results = [profd.finish(d, timeout=duration + 60) for d in daemons]
+    assert all(r.returncode == 0 for r in results), "\n".join(map(str, results))
+    cpu = [r.summary["cpu_ms"] for r in results]
+    print(f"daemon CPU: claims bumped {cpu[0]} ms, quiet {cpu[1]} ms over {duration} s")
+    for result, busy in zip(results, (int(lines_b[0]), int(lines_q[0]))):
+        samples = [s for s in profd.read_profile(result.output).samples if tid_of(s) == busy]
+        spanned = [s for s in samples if span_labels(s)[1] == ["dd" * 8]]
+        assert len(samples) >= 100 and len(spanned) >= 0.9 * len(samples), (len(samples), len(spanned))
+    assert cpu[0] <= 1.3 * cpu[1] + 20, f"bumping claims costs the daemon {cpu[0]} ms of CPU vs {cpu[1]} ms"
+
+
 def test_garbage_segments_never_crash_the_reader(profd, start_target_lines):
     """Thousands of random and adversarial segment states (ctx_raw garbage);
     meant for the ASan build too (SPLUNK_PROFD_BUILD=build-...-asan)."""

@@ -23,7 +23,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import CHAIN_STACK, ERROR_PREFIX, assert_stack_prefix, parse_summary  # noqa: E402
-from otlp_receiver import Receiver, free_port  # noqa: E402
+from otlp_receiver import Receiver, SlowProxy, free_port  # noqa: E402
 
 LOG_ATTRIBUTES = {
     "com.splunk.sourcetype": "otel.profiling",
@@ -197,6 +197,54 @@ def test_one_record_per_tick_at_one_second_or_more(profd, targets, start_target,
         assert len(times) == 1, f"one tick per record expected, got {sorted(times)}"
 
 
+def test_records_span_the_flush_interval_when_ticks_run_late(profd, targets, start_target, decode_body):
+    """Ticks that run late (here: the daemon is stopped 250 ms out of every
+    300 ms, as on a starved host) must not stretch a record: it closes
+    once its first sample is a flush interval old, by the samples' clock.
+    Counting ticks once made a "1000 ms" record span 4.8 s."""
+    import signal
+    import threading
+
+    target = start_target(targets.chain)
+    interval, flush, duration = 100, 1000, 8
+    with Receiver() as receiver:
+        daemon = profd.start("--pid", target.pid, "--duration", duration, "--interval", interval,
+                             "--flush-interval", flush, "--endpoint", receiver.endpoint)
+        done = threading.Event()
+
+        def starve():
+            time.sleep(1.5)  # attached and sampling
+            while not done.is_set() and daemon.poll() is None:
+                os.kill(daemon.pid, signal.SIGSTOP)
+                time.sleep(0.25)
+                os.kill(daemon.pid, signal.SIGCONT)
+                time.sleep(0.05)
+            os.kill(daemon.pid, signal.SIGCONT)
+
+        starver = threading.Thread(target=starve)
+        starver.start()
+        time.sleep(duration - 1)
+        done.set()
+        starver.join()
+        result = profd.finish(daemon, timeout=60)
+        records = receiver.records()
+    assert result.returncode == 0, str(result)
+    spans = sorted(sorted({s["num_labels"]["source.event.time"][0] for s in decode_body(record)["samples"]})
+                   for _, _, record in records)
+    late = spans[2:-1]  # whole records while starved (it begins during the second)
+    print(f"record spans (ms): {[t[-1] - t[0] for t in spans]}")
+    # Closed at the first tick at least flush - 1.5 periods after the first
+    # sample (the next would be half a period short of the flush interval),
+    # so only that tick's own lateness adds to the span.  The last record
+    # is the one flushed at exit.
+    for t in (t for t in spans[:-1] if len(t) > 1):
+        assert t[-2] - t[0] <= flush - 1.5 * interval, f"a {flush} ms record went on too long: {t}"
+        assert t[-1] - t[0] <= flush + 2 * interval, f"a {flush} ms record spans {t[-1] - t[0]} ms: {t}"
+    assert len(late) >= 2, spans
+    mean_gap = sum(t[-1] - t[0] for t in late) / sum(len(t) - 1 for t in late)
+    assert mean_gap >= 1.3 * interval, f"ticks were not slowed (mean gap {mean_gap:.0f} ms): {spans}"
+
+
 def test_python_target_resource(profd, start_target):
     script = "import sys\nprint('ready', flush=True)\nwhile True:\n    sum(range(1000))\n"
     env = {k: v for k, v in os.environ.items() if k not in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES")}
@@ -250,6 +298,25 @@ def test_unavailable_then_ok_is_retried_without_duplicates(profd, targets, start
     keys = [sample_key(s) for _, s in exported_samples(records, decode_body)]
     assert len(keys) == len(set(keys)), "a retried record arrived twice"
     assert len(keys) == summary["samples"], "every sample arrives once UNAVAILABLE is over"
+
+
+def test_collector_with_a_slow_handshake_gets_every_record(profd, targets, start_target, decode_body):
+    """A collector whose handshake takes 3 s (a proxy holds each connection
+    3 s before it forwards a byte): the connection attempt must be given
+    that long.  grpc's connect timeout once followed its 250 ms..2 s
+    reconnect backoff, so no attempt ever completed and nothing arrived."""
+    target = start_target(targets.chain)
+    with Receiver() as receiver, SlowProxy(receiver.port, delay=3.0) as proxy:
+        result = run_export(profd, [target.pid], proxy.endpoint, 6, 100)
+        records = receiver.records()
+        connections = proxy.connections
+    summary = result.summary
+    assert records, f"nothing arrived through a 3 s handshake ({connections} connection attempts): {result}"
+    assert summary["export_unsent"] == 0 and summary["export_dropped"] == 0, str(result)
+    assert summary["export_records"] == len(records), str(result)
+    keys = [sample_key(s) for _, s in exported_samples(records, decode_body)]
+    assert len(keys) == len(set(keys)) == summary["samples"], (len(keys), summary["samples"])
+    assert connections <= 3, f"{connections} connection attempts: attempts are abandoned early"
 
 
 def rss_kb(pid, field="VmHWM"):

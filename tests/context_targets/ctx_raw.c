@@ -11,9 +11,16 @@
  *                          thread's tid with a valid span but another start
  *                          time: what a dead thread leaves behind when its
  *                          tid is recycled.  No sample may carry that span.
+ *   ctx_raw claims         a valid segment of CONTEXT_MAX_SLOTS slots, all
+ *                          owned by other (made-up) threads but the last,
+ *                          which holds the busy thread's span; the main
+ *                          thread bumps header.claims in a tight loop.
+ *   ctx_raw quiet          the same segment; the main thread spins the
+ *                          same way without touching it (the baseline).
  *
  * Prints the busy thread's tid, then "ready". */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +120,30 @@ static void run_stale(void)
                 pause();
 }
 
+static void run_claims(bool bump)
+{
+        size_t len = CONTEXT_HEADER_SIZE + (size_t)CONTEXT_MAX_SLOTS * CONTEXT_SLOT_SIZE;
+        struct segment seg = segment__create(len);
+        struct context_header *h = (struct context_header *)seg.mem;
+        struct context_slot *slots = (struct context_slot *)(seg.mem + CONTEXT_HEADER_SIZE);
+        volatile uint32_t *claims = &h->claims;
+        volatile uint64_t spins = 0;
+
+        header__fill(h, CONTEXT_MAX_SLOTS);
+        srand(1);
+        for (uint32_t i = 0; i + 1 < CONTEXT_MAX_SLOTS; i++)
+                slot__fill(&slots[i], 4000000 + rand() % 100000, (uint64_t)rand());
+        slot__fill(&slots[CONTEXT_MAX_SLOTS - 1], busy_tid, start_time_of(busy_tid));
+        printf("%d\nready\n", (int)busy_tid);
+        fflush(stdout);
+        for (;;) {
+                if (bump)
+                        __atomic_fetch_add(claims, 1, __ATOMIC_RELEASE);
+                else
+                        spins++;
+        }
+}
+
 /* One random mutation of `seg`; every few rounds the segment is replaced. */
 static void mutate(struct segment *seg, uint64_t start)
 {
@@ -193,6 +224,8 @@ int main(int argc, char **argv)
                 usleep(1000);
         if (strcmp(argv[1], "stale") == 0)
                 run_stale();
+        if (strcmp(argv[1], "claims") == 0 || strcmp(argv[1], "quiet") == 0)
+                run_claims(strcmp(argv[1], "claims") == 0);
         run_garbage(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
         return 0;
 }
