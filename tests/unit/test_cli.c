@@ -183,7 +183,11 @@ static void test_subcommands(void)
         check_error(PARSE("frobnicate", "--pid", "1"), "unknown command 'frobnicate'");
 
         /* dump -- COMMAND: the one tick comes --wait SEC after the start. */
-        CHECK(PARSE("dump", "--wait", "0.5", "--json", "--", "python3", "app.py") == CLI_RUN);
+        /* config.command_argv points into argv, which must outlive it (as
+         * main's does): not a compound literal of one statement. */
+        static char *launch[] = {"splunk-profd", "dump",    "--wait", "0.5", "--json",
+                                 "--",           "python3", "app.py", NULL};
+        CHECK(parse_from(NULL, launch) == CLI_RUN);
         CHECK(config.first_tick_delay_s == 0.5 && config.max_ticks == 1 && config.json);
         CHECK(strcmp(config.command_argv[0], "python3") == 0);
         CHECK(PARSE("dump", "--pid", "7") == CLI_RUN && config.first_tick_delay_s == 0);
