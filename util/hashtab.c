@@ -81,14 +81,22 @@ void hashtab__remove(struct hashtab *tab, struct hash_node *node)
         }
 }
 
-static void call_free(struct hash_node *node, void *free_node)
+/* C has no portable conversion between function and object pointers:
+ * the plain destructor travels inside a struct. */
+struct plain_free {
+        hash_free_fn free_node;
+};
+
+static void call_free(struct hash_node *node, void *arg)
 {
-        ((hash_free_fn)free_node)(node);
+        ((const struct plain_free *)arg)->free_node(node);
 }
 
 void hashtab__clear(struct hashtab *tab, hash_free_fn free_node)
 {
-        hashtab__clear_arg(tab, call_free, (void *)free_node);
+        struct plain_free plain = {free_node};
+
+        hashtab__clear_arg(tab, call_free, &plain);
 }
 
 void hashtab__clear_arg(struct hashtab *tab, hash_free_arg_fn free_node, void *arg)
