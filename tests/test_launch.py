@@ -476,6 +476,7 @@ THREADS_PY = """
             pass
     threads = [threading.Thread(target=spin, name=f"spinner-{i}") for i in range(2)]
     for t in threads: t.start()
+    spin()  # MainThread runs too: a CPU profile shows only threads that ran
     for t in threads: t.join()
 """
 
