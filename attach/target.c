@@ -116,12 +116,30 @@ void target__reset_after_exec(struct target *target)
                 thread_free(thread);
         }
         target->execed = true;
+        target->mem_pid = target->pid; /* the exec'ing thread became the leader */
         if (!target__add_thread(target, target->pid)) {
                 target->gone = true;
                 return;
         }
         /* The new program's name (a launched COMMAND was a copy of us). */
         snprintf(target->comm, sizeof(target->comm), "%s", target->threads[0]->name);
+}
+
+bool target__follow_leader_exit(struct target *target)
+{
+        struct tthread *leader = target__find_thread(target, target->pid);
+
+        if (!leader || leader->exited || proc_thread__state(&leader->files) != 'Z')
+                return false;
+        leader->exited = true;
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                if (thread->exited || proc_thread__state(&thread->files) == 'Z')
+                        continue;
+                target->mem_pid = thread->tid;
+                return true;
+        }
+        return false; /* the whole group is ending */
 }
 
 void target__free(struct target *target)
@@ -140,7 +158,7 @@ struct target *target__adopt(pid_t pid, const struct target_options *options)
 
         if (!target)
                 return NULL;
-        target->pid = pid;
+        target->pid = target->mem_pid = pid;
         target->options = *options;
         if (!target__add_thread(target, pid)) {
                 target__free(target);
@@ -174,8 +192,10 @@ static int seize_thread(pid_t tid, const struct target_options *options)
         if (error != EPERM)
                 return -error;
         /* EPERM: already ours (auto-attached by a clone), already gone (an
-         * exiting thread refuses the seize, then vanishes), or really
-         * forbidden. */
+         * exiting thread refuses the seize, then vanishes), a zombie (a
+         * leader that called pthread_exit), or really forbidden. */
+        if (target_check__is_zombie(tid))
+                return 0;
         tracer = target_check__tracer_of(tid);
         if (tracer == gettid() || tracer < 0)
                 return 0;
@@ -226,7 +246,7 @@ int target__attach(pid_t pid, const struct target_options *options, struct targe
 
         if (!target)
                 return -ENOMEM;
-        target->pid = pid;
+        target->pid = target->mem_pid = pid;
         target->options = *options;
         for (int pass = 0; pass < ATTACH_MAX_PASSES; pass++) {
                 r = attach_pass(target, why, why_size);
@@ -242,7 +262,12 @@ int target__attach(pid_t pid, const struct target_options *options, struct targe
                 return r;
         }
         struct tthread *leader = target__find_thread(target, pid);
-        snprintf(target->comm, sizeof(target->comm), "%s", leader ? leader->name : "?");
+        snprintf(target->comm, sizeof(target->comm), "%s",
+                 leader ? leader->name : target->threads[0]->name);
+        if (!leader) /* a zombie the seize refused: read through a live thread */
+                target->mem_pid = target->threads[0]->tid;
+        else
+                (void)target__follow_leader_exit(target); /* a zombie seized */
         *out = target;
         return 0;
 }

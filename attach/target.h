@@ -54,6 +54,7 @@ bool thread_stack__reserve(struct thread_stack *stack, size_t n);
 struct tthread {
         pid_t tid;
         struct proc_thread_files files;
+        bool exited;            /* the leader after pthread_exit: a zombie, never sampled */
         bool interrupt_pending; /* PTRACE_INTERRUPT sent, stop not seen yet */
         bool group_stopped;     /* in group-stop, held with PTRACE_LISTEN */
         uint64_t interrupt_ns;  /* CLOCK_MONOTONIC when interrupted */
@@ -97,6 +98,10 @@ struct tthread {
 
 struct target {
         pid_t pid;
+        /* Whose /proc entry and memory are read (maps, process_vm_readv):
+         * pid, or a live thread's tid once the leader has called
+         * pthread_exit; a zombie leader has neither maps nor memory. */
+        pid_t mem_pid;
         char comm[16];
         bool gone;
         bool execed; /* the mappings must be re-read */
@@ -132,6 +137,11 @@ struct tthread *target__find_thread(struct target *target, pid_t tid);
  * when the thread is already gone. */
 struct tthread *target__add_thread(struct target *target, pid_t tid);
 void target__remove_thread(struct target *target, pid_t tid);
+
+/* Notices a leader that has exited while its threads run on
+ * (pthread_exit), marks it exited and moves mem_pid to a live thread.
+ * Returns whether mem_pid changed (the readers must follow it). */
+bool target__follow_leader_exit(struct target *target);
 
 /* After exec only the leader survives; its /proc files are reopened and
  * comm is the new program's. */

@@ -3,7 +3,9 @@
 #include "attach/target_check.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,6 +74,34 @@ pid_t target_check__tracer_of(pid_t pid)
         return st.tracer;
 }
 
+bool target_check__is_zombie(pid_t tid)
+{
+        struct process_status st;
+
+        return read_status(tid, &st) == 0 && (st.state == 'Z' || st.state == 'X');
+}
+
+/* A zombie leader whose threads run on (it called pthread_exit) is a live
+ * process: its threads are profiled. */
+static bool has_live_thread(pid_t pid)
+{
+        char path[64];
+        struct dirent *entry;
+        bool live = false;
+        DIR *dir;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        dir = opendir(path);
+        if (!dir)
+                return false;
+        while (!live && (entry = readdir(dir))) {
+                pid_t tid = (pid_t)strtol(entry->d_name, NULL, 10);
+                live = tid > 0 && tid != pid && !target_check__is_zombie(tid);
+        }
+        closedir(dir);
+        return live;
+}
+
 static void tracer_name(pid_t tracer, char *name, size_t size)
 {
         struct process_status st;
@@ -104,7 +134,7 @@ enum target_check_result target_check(pid_t pid, char *why, size_t why_size)
                          (int)pid, (int)st.tgid);
                 return TARGET_NOT_A_PROCESS;
         }
-        if (st.state == 'Z' || st.state == 'X') {
+        if ((st.state == 'Z' || st.state == 'X') && !has_live_thread(pid)) {
                 snprintf(why, why_size, "PID %d (%s) has exited (zombie)", (int)pid, st.name);
                 return TARGET_ZOMBIE;
         }

@@ -4,6 +4,7 @@
  * another tracer (gdb, strace, py-spy) already holds. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,3 +23,6 @@ enum target_check_result target_check(pid_t pid, char *why, size_t why_size);
 
 /* TracerPid from /proc/PID/status: 0 untraced, -1 unreadable. */
 pid_t target_check__tracer_of(pid_t pid);
+
+/* Whether thread `tid` has exited and awaits its reaping (state Z or X). */
+bool target_check__is_zombie(pid_t tid);

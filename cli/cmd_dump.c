@@ -122,6 +122,8 @@ static void cmd_dump__note_process(struct cmd_dump *dump, const struct target *t
         process->pid = target->pid;
         memcpy(process->comm, target->comm, sizeof(process->comm));
         for (size_t i = 0; i < target->n_threads; i++) {
+                if (target->threads[i]->exited)
+                        continue; /* a leader that called pthread_exit: no stack left */
                 struct dump_thread *thread =
                     cmd_dump__thread(dump, target->pid, target->threads[i]->tid);
                 if (!thread) {

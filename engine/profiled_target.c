@@ -49,18 +49,18 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
 
         if (!profiled)
                 return -ENOMEM;
-        profiled->space = address_space__new(registry->symbolizer, target->pid);
+        profiled->space = address_space__new(registry->symbolizer, target->mem_pid);
         if (profiled->space)
-                profiled->unwinder = native_unwinder__new(profiled->space, target->pid);
+                profiled->unwinder = native_unwinder__new(profiled->space, target->mem_pid);
         if (!profiled->unwinder)
                 log_warning("PID %d: native unwinding unavailable (no ELF modules found)",
                             (int)target->pid);
         (void)location_cache__init(&profiled->locations, LOCATION_CACHE_SLOTS);
         if (registry->builder)
                 sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
-                                                  proc_process__start_code(target->pid));
+                                                  proc_process__start_code(target->mem_pid));
         python_ns = monotonic_ns();
-        profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
+        profiled->python = py_process__new(target->mem_pid, profiled->space, &registry->py_binaries,
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
@@ -97,10 +97,25 @@ void profiled_target__retry_python(struct registry *registry, struct target *tar
                 return;
         profiled->python_tried_generation = generation;
         profiled->python_tried_ns = now_ns;
-        profiled->python = py_process__new(target->pid, profiled->space, &registry->py_binaries,
+        profiled->python = py_process__new(target->mem_pid, profiled->space, &registry->py_binaries,
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
+}
+
+void profiled_target__follow_memory_pid(struct target *target)
+{
+        struct profiled_target *profiled = target->owner;
+
+        log_info("PID %d: its main thread has exited; reading it through thread %d",
+                 (int)target->pid, (int)target->mem_pid);
+        if (!profiled)
+                return;
+        if (profiled->space && address_space__set_pid(profiled->space, target->mem_pid) < 0)
+                log_warning("PID %d: out of memory: debuginfo under its root not found",
+                            (int)target->pid);
+        if (profiled->python)
+                py_process__set_pid(profiled->python, target->mem_pid);
 }
 
 void profiled_target__flush(struct registry *registry, struct target *target, uint64_t tick_ns,

@@ -40,6 +40,10 @@ struct profiled_target {
  * cannot be set up degrades (native-only, not exported) with a warning. */
 int profiled_target__prepare(struct registry *registry, struct target *target);
 
+/* After target__follow_leader_exit moved target->mem_pid: the address
+ * space and the Python reader read through the new thread. */
+void profiled_target__follow_memory_pid(struct target *target);
+
 /* A target set up just after its exec that was not Python then: looks
  * for CPython again once its address space changed (libpython mapped) or
  * a while after the last try (the runtime initialised).  Cheap when

@@ -105,7 +105,7 @@ void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread
          * registers' ptrace request first waits for the thread to leave
          * its CPU, and the copy fills that wait (~6 µs less pause with a
          * 100-frame stack, measured). */
-        capture__begin_stopped(&thread->capture, target->pid, thread->tid);
+        capture__begin_stopped(&thread->capture, target->mem_pid, thread->tid);
         if (python)
                 python_copied = py_process__capture(python, &thread->capture, false);
         thread->captured = capture__copy_registers_and_stack(&thread->capture) == 0;
@@ -203,6 +203,19 @@ static size_t collect_stops(struct registry *registry, size_t outstanding)
  * While interrupted threads' stops may be outstanding, each step also
  * collects the stops that arrived, so that a thread interrupted early in
  * a long list is resumed without waiting for the rest of the scan. */
+/* A leader that called pthread_exit looks blocked outside any call
+ * ("-1" in /proc/.../syscall, as a zombie does); from then on the
+ * process is read through a live thread, at once rather than at the
+ * next maps check. */
+static bool leader_just_exited(struct target *target, struct tthread *thread)
+{
+        if (thread->tid != target->pid || thread->blocked_at.syscall_nr >= 0 ||
+            !target__follow_leader_exit(target))
+                return false;
+        profiled_target__follow_memory_pid(target);
+        return true;
+}
+
 static size_t interrupt_running_threads(struct registry *registry)
 {
         size_t pending = 0, outstanding = 0;
@@ -224,7 +237,7 @@ static size_t interrupt_running_threads(struct registry *registry)
                         struct tthread *thread = target->threads[i];
                         thread->captured = thread->blocked_candidate = false;
                         thread->reuse_last_stack = false;
-                        if (thread->group_stopped || thread->interrupt_pending)
+                        if (thread->group_stopped || thread->interrupt_pending || thread->exited)
                                 continue;
                         read_sched_before(thread);
                         if (still_idle(thread)) {
@@ -248,6 +261,8 @@ static size_t interrupt_running_threads(struct registry *registry)
                                 }
                                 break;
                         case PROC_SYSCALL_BLOCKED:
+                                if (leader_just_exited(target, thread))
+                                        break;
                                 thread->blocked_candidate = true;
                                 break;
                         case PROC_SYSCALL_GONE:
@@ -365,7 +380,8 @@ static void sample_blocked(struct registry *registry, struct target *target, str
         }
         (void)capture__ready(&thread->capture);
         for (int attempt = 0; attempt < 2; attempt++) {
-                if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
+                if (capture__from_blocked(&thread->capture, target->mem_pid, thread->tid, &before) <
+                    0)
                         break;
                 if (profiled && profiled->python)
                         (void)py_process__capture(profiled->python, &thread->capture, true);
@@ -401,7 +417,10 @@ static bool maps_may_have_changed(struct target *target, struct profiled_target 
         if (now - profiled->last_check_ns < MAPS_CHECK_NS)
                 return false;
         profiled->last_check_ns = now;
-        vsize = target->n_threads ? proc_thread__vsize(&target->threads[0]->files) : 0;
+        if (target__follow_leader_exit(target))
+                profiled_target__follow_memory_pid(target);
+        struct tthread *reader = target__find_thread(target, target->mem_pid);
+        vsize = reader ? proc_thread__vsize(&reader->files) : 0;
         if (vsize != 0 && vsize == profiled->last_vsize &&
             now - profiled->last_refresh_ns < MAPS_REFRESH_MAX_NS)
                 return false;
@@ -776,9 +795,9 @@ static void record_samples(struct registry *registry, uint64_t tick_realtime_ns,
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner || target->releasing)
                         continue;
-                threads += target->n_threads;
                 for (size_t i = 0; i < target->n_threads; i++) {
                         struct tthread *thread = target->threads[i];
+                        threads += !thread->exited;
                         if (thread->captured || thread->reuse_last_stack)
                                 record_thread(registry, target, thread, tick_realtime_ns, tick_ns);
                 }

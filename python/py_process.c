@@ -149,6 +149,11 @@ const struct py_binary *py_process__binary(const struct py_process *py)
         return py->runtime.binary;
 }
 
+void py_process__set_pid(struct py_process *py, pid_t pid)
+{
+        py->pid = py->codes.pid = pid;
+}
+
 void py_process__free(struct py_process *py)
 {
         if (!py)

@@ -32,6 +32,10 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
                                    struct py_binaries *binaries, struct py_walk_scratch *scratch);
 void py_process__free(struct py_process *py);
 
+/* Reads the target's memory through thread `pid` from now on (a live
+ * thread's tid once the leader has exited). */
+void py_process__set_pid(struct py_process *py, pid_t pid);
+
 /* Inside the stop window (no allocation, no file I/O): copies the thread
  * state of capture->tid, the GIL holder word(s) and, on 3.11+, its current
  * data-stack chunk in one process_vm_readv, or on 3.9/3.10 the thread

@@ -231,6 +231,24 @@ uint64_t address_space__generation(const struct address_space *space)
         return space->generation;
 }
 
+static int set_debuginfo_path(struct address_space *space)
+{
+        char *path;
+
+        if (asprintf(&path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
+                     (int)space->pid) < 0)
+                return -ENOMEM;
+        free(space->debuginfo_path);
+        space->debuginfo_path = path; /* space->callbacks points at the pointer */
+        return 0;
+}
+
+int address_space__set_pid(struct address_space *space, pid_t pid)
+{
+        space->pid = pid;
+        return set_debuginfo_path(space);
+}
+
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid)
 {
         struct address_space *space = calloc(1, sizeof(*space));
@@ -242,8 +260,7 @@ struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pi
         space->symbolizer = symbolizer;
         space->pid = pid;
         space->page_size = page_size > 0 ? (uint64_t)page_size : 4096;
-        if (asprintf(&space->debuginfo_path, "-:.debug:/usr/lib/debug:/proc/%d/root/usr/lib/debug",
-                     (int)pid) < 0) {
+        if (set_debuginfo_path(space) < 0) {
                 free(space);
                 errno = ENOMEM;
                 return NULL;

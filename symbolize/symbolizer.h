@@ -48,6 +48,11 @@ struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pi
 void address_space__free(struct address_space *space);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct address_space *, address_space__free, address_space__freep)
 
+/* Reads the process's maps, files and debuginfo through /proc/`pid` from
+ * now on: a live thread's tid once the leader has exited (pthread_exit).
+ * 0 or -ENOMEM (the old pid is kept for the debuginfo path then). */
+int address_space__set_pid(struct address_space *space, pid_t pid);
+
 /* Re-reads /proc/PID/maps if it changed since the last call (dlopen, exec)
  * and re-reports modules.  Cheap when nothing changed.  Returns 0 or -errno. */
 int address_space__refresh(struct address_space *space);
