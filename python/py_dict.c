@@ -6,7 +6,7 @@
  * takes sys.modules (a dict), a module's dict, and the instance's
  * attribute storage, whose shape changed in 3.11, 3.12 and 3.13.
  *
- * How: a dict object (ma_keys at 32, ma_values at 40 in 3.9–3.14) points
+ * How: a dict object (ma_keys at 32, ma_values at 40 in 3.9–3.15) points
  * to a keys object, a header then an index array then the entries in
  * insertion order.  We never hash (string hashes are seeded per process):
  * entries are walked in bounded chunks, PY_DICT_MAX_ENTRIES at most.

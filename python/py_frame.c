@@ -18,7 +18,7 @@
  *     entry; 3.14 also FRAME_OWNED_BY_CSTACK) or, on 3.13, an executable
  *     that is Py_None: not a Python frame, but the boundary of one C-level
  *     entry into the interpreter;
- *   - 3.14 f_executable is a tagged _PyStackRef: the low bits are masked;
+ *   - 3.14+ f_executable is a tagged _PyStackRef: the low bits are masked;
  *   - incomplete frames (not owned by a generator and not yet past the
  *     code's first traceable instruction) are skipped;
  *   - 3.11 is_entry ends an activation after its frame.

@@ -1,5 +1,5 @@
 /* py_line.h — instruction offset -> source line, for the three formats
- * CPython 3.9–3.14 use.  Pure functions over a local copy of the table. */
+ * CPython 3.9–3.15 use.  Pure functions over a local copy of the table. */
 #pragma once
 
 #include <stddef.h>

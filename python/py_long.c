@@ -3,7 +3,7 @@
  * Why: threading._active is keyed by thread ident, an int object.
  *
  * How: the magnitude is an array of 30-bit digits at offset 24, least
- * significant first (3.9–3.14).  The digit count and sign are ob_size
+ * significant first (3.9–3.15).  The digit count and sign are ob_size
  * (signed, 3.9–3.11) or, from 3.12, lv_tag: digits << 3 | sign, sign 0
  * positive, 1 zero, 2 negative.  A thread ident (pthread_t) needs at most
  * three digits; more, or bits beyond 64, is refused. */

@@ -21,8 +21,19 @@
  * headers (py-spy's), cross-checked there against the values above.
  *
  * Fields the debug offsets do not carry are fixed per version:
- * _co_firsttraceable (3.13.0 headers: 184) and the compact-unicode header
- * size (PyASCIIObject plus utf8_length and utf8). */
+ * _co_firsttraceable (3.13.0 headers: 184) and, before 3.15, the
+ * compact-unicode header size (PyASCIIObject plus utf8_length and utf8)
+ * and ht_cached_keys.  3.15 publishes those two, and the fixed values
+ * below hold for it too, checked against the Debian 3.15.0-1 headers:
+ * _PyStackChunk {previous, size, top, data} (cpython/pystate.h),
+ * FRAME_OWNED_BY_INTERPRETER = 3 (pycore_interpframe_structs.h), the
+ * 2-bit _PyStackRef tag (pycore_stackref.h), MANAGED_DICT_OFFSET -24 and
+ * inline values at tp_basicsize (pycore_object.h), the 4-byte
+ * PyDictValues header and dk_log2_size/dk_log2_index_bytes/dk_kind
+ * (pycore_dict.h), lv_tag with 3 non-size bits (cpython/longintrepr.h),
+ * the unicode state bits (cpython/unicodeobject.h) and md_dict right
+ * after PyObject_HEAD (pycore_moduleobject.h).  As in 3.14 the first
+ * traceable instruction is not used (0). */
 #include "python/py_offsets.h"
 
 #include <string.h>
@@ -225,6 +236,55 @@ static const struct debug_layout layout_314 = {
     .unicode = 77,
 };
 
+/* 3.15 (checked against the Debian 3.15.0-1 pycore_debug_offsets.h):
+ * thread_state grows to 16 words (base_frame, last_profiled_frame and
+ * last_profiled_frame_seq before thread_id; holds_gil, gil_requested,
+ * current_exception, exc_state after status) and moves thread_id, so it
+ * gets its own word list; heap_type_object (ht_cached_keys) is published,
+ * as is sizeof(PyCompactUnicodeObject).  Word indices from the top of the
+ * table: runtime_state 3 (3 words), interpreter_state 6 (16),
+ * thread_state 22 (16), err_stackitem 38 (1), interpreter_frame 39 (8),
+ * code_object 47 (11), pyobject 58 (2), type_object 60 (6),
+ * heap_type_object 66 (2), tuple 68 (3), list 71 (3), set 74 (4), dict 78
+ * (3), float 81 (2), long 83 (3), bytes_object 86 (3), unicode_object 89
+ * (5). */
+enum debug_word_315 {
+        W315_INTERPRETERS_HEAD = 5,
+        W315_INTERP_NEXT = 8,
+        W315_INTERP_THREADS_HEAD = 9,
+        W315_INTERP_MODULES = 12,
+        W315_GIL_ENABLED = 17,
+        W315_GIL_LOCKED = 18,
+        W315_GIL_HOLDER = 19,
+        W315_TSTATE_SIZE = 22,
+        W315_TSTATE_NEXT = 24,
+        W315_TSTATE_INTERP = 25,
+        W315_TSTATE_CURRENT_FRAME = 26,
+        W315_TSTATE_THREAD_ID = 30,
+        W315_TSTATE_NATIVE_THREAD_ID = 31,
+        W315_TSTATE_DATASTACK_CHUNK = 32,
+        W315_FRAME_SIZE = 39,
+        W315_FRAME_PREVIOUS = 40,
+        W315_FRAME_EXECUTABLE = 41,
+        W315_FRAME_INSTR_PTR = 42,
+        W315_FRAME_OWNER = 44,
+        W315_CODE_SIZE = 47,
+        W315_CODE_FILENAME = 48,
+        W315_CODE_NAME = 49,
+        W315_CODE_QUALNAME = 50,
+        W315_CODE_LINETABLE = 51,
+        W315_CODE_FIRSTLINENO = 52,
+        W315_CODE_ADAPTIVE = 56,
+        W315_HEAPTYPE_CACHED_KEYS = 67,
+        W315_BYTES_OB_SIZE = 87,
+        W315_BYTES_OB_SVAL = 88,
+        W315_UNICODE_STATE = 90,
+        W315_UNICODE_LENGTH = 91,
+        W315_UNICODE_ASCII_SIZE = 92,
+        W315_UNICODE_COMPACT_SIZE = 93,
+        W315_WORDS = 94, /* through unicode_object */
+};
+
 static uint64_t word(const uint8_t *data, unsigned int index)
 {
         uint64_t value;
@@ -304,6 +364,56 @@ static void apply_layout(const uint8_t *d, const struct debug_layout *l, struct 
         o->gil_locked = word(d, l->gil_locked);
 }
 
+static void apply_315(const uint8_t *d, struct py_offsets *o)
+{
+        o->model = PY_FRAMES_INTERPRETER;
+        o->runtime_interpreters_head = word(d, W315_INTERPRETERS_HEAD);
+        o->interp_next = word(d, W315_INTERP_NEXT);
+        o->interp_threads_head = word(d, W315_INTERP_THREADS_HEAD);
+        o->tstate_size = word(d, W315_TSTATE_SIZE);
+        o->tstate_next = word(d, W315_TSTATE_NEXT);
+        o->tstate_interp = word(d, W315_TSTATE_INTERP);
+        o->tstate_frame = word(d, W315_TSTATE_CURRENT_FRAME);
+        o->tstate_thread_id = word(d, W315_TSTATE_THREAD_ID);
+        o->tstate_native_thread_id = word(d, W315_TSTATE_NATIVE_THREAD_ID);
+        o->tstate_datastack_chunk = word(d, W315_TSTATE_DATASTACK_CHUNK);
+        o->frame_size = word(d, W315_FRAME_SIZE);
+        o->frame_previous = word(d, W315_FRAME_PREVIOUS);
+        o->frame_code = word(d, W315_FRAME_EXECUTABLE);
+        o->frame_instr = word(d, W315_FRAME_INSTR_PTR);
+        o->frame_owner = word(d, W315_FRAME_OWNER);
+        o->code_size = word(d, W315_CODE_SIZE);
+        o->code_filename = word(d, W315_CODE_FILENAME);
+        o->code_name = word(d, W315_CODE_NAME);
+        o->code_qualname = word(d, W315_CODE_QUALNAME);
+        o->code_linetable = word(d, W315_CODE_LINETABLE);
+        o->code_firstlineno = word(d, W315_CODE_FIRSTLINENO);
+        o->code_adaptive = word(d, W315_CODE_ADAPTIVE);
+        o->heaptype_cached_keys = word(d, W315_HEAPTYPE_CACHED_KEYS);
+        o->bytes_size = word(d, W315_BYTES_OB_SIZE);
+        o->bytes_data = word(d, W315_BYTES_OB_SVAL);
+        o->unicode_state = word(d, W315_UNICODE_STATE);
+        o->unicode_length = word(d, W315_UNICODE_LENGTH);
+        o->unicode_ascii_size = word(d, W315_UNICODE_ASCII_SIZE);
+        o->unicode_compact_size = word(d, W315_UNICODE_COMPACT_SIZE);
+        o->interp_modules = word(d, W315_INTERP_MODULES);
+        o->gil_model = word(d, W315_GIL_ENABLED) == 0 ? PY_GIL_INTERP : PY_GIL_NONE;
+        o->gil_holder = word(d, W315_GIL_HOLDER);
+        o->gil_locked = word(d, W315_GIL_LOCKED);
+}
+
+/* What 3.15 publishes beyond the 3.14 checks (plausible()): the cached
+ * keys inside a heap type (PyHeapTypeObject is about 900 bytes) and a
+ * compact-unicode header a little above the ASCII one (two words in the
+ * headers, allowed up to four). */
+static bool plausible_315(const struct py_offsets *o)
+{
+        return o->heaptype_cached_keys >= 400 && o->heaptype_cached_keys < 4096 &&
+               (o->heaptype_cached_keys & 7) == 0 &&
+               o->unicode_compact_size > o->unicode_ascii_size &&
+               o->unicode_compact_size <= o->unicode_ascii_size + 32;
+}
+
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
                             uint32_t *version, const char **why)
 {
@@ -317,7 +427,7 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
         }
         *version = (uint32_t)word(data, 1);
         minor = (*version >> 16) & 0xff;
-        if ((*version >> 24) != 3 || (minor != 13 && minor != 14)) {
+        if ((*version >> 24) != 3 || minor < 13 || minor > 15) {
                 *why = "unsupported CPython minor version";
                 return false;
         }
@@ -325,22 +435,30 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
                 *why = "free-threaded CPython builds are not supported";
                 return false;
         }
-        layout = minor == 13 ? &layout_313 : &layout_314;
+        if (minor == 15 && len < 8u * W315_WORDS) {
+                *why = "_Py_DebugOffsets cut short";
+                return false;
+        }
         out->minor = minor;
-        apply_layout(data, layout, out);
+        if (minor == 15) {
+                apply_315(data, out);
+        } else {
+                layout = minor == 13 ? &layout_313 : &layout_314;
+                apply_layout(data, layout, out);
+                out->heaptype_cached_keys = 880; /* not in their debug offsets */
+        }
         out->chunk_size = 8;
         out->chunk_data = 24;
         out->instr_is_current = true;
-        out->owner_sentinel_min = 3; /* CSTACK (3.13), INTERPRETER (3.14) */
+        out->owner_sentinel_min = 3; /* CSTACK (3.13), INTERPRETER (3.14, 3.15) */
         out->executable_may_be_none = minor == 13;
         out->tagged_executable = minor >= 14;
         out->code_firsttraceable = minor == 13 ? 184 : 0;
-        out->heaptype_cached_keys = 880; /* not in the debug offsets */
         out->dict_model = PY_DICT_LOG2;
         out->managed_dict = PY_MANAGED_INLINE;
         out->dict_values_header = 8; /* capacity, size, embedded, valid */
         out->long_tagged = true;
-        if (!plausible(out)) {
+        if (!plausible(out) || (minor == 15 && !plausible_315(out))) {
                 *why = "implausible _Py_DebugOffsets values";
                 return false;
         }

@@ -3,7 +3,7 @@
  * Everything the reader needs about CPython's internal layout is in one
  * flat struct of byte offsets, filled either from a built-in table
  * (3.9–3.12) or from the _Py_DebugOffsets CPython embeds at the start of
- * _PyRuntime (3.13+).  The rest of python/ never tests a version number
+ * _PyRuntime (3.13–3.15).  The rest of python/ never tests a version number
  * except through the few behaviour flags below. */
 #pragma once
 
@@ -109,8 +109,8 @@ struct py_offsets {
 /* Built-in table for 3.9–3.12.  Returns false for any other minor. */
 bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
 
-/* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13 and
- * 3.14 layouts).  `version` is its PY_VERSION_HEX.  Returns false (with a
+/* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13,
+ * 3.14 and 3.15 layouts).  `version` is its PY_VERSION_HEX.  Returns false (with a
  * reason) for a bad cookie, another minor, a free-threaded build or
  * implausible values. */
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,

@@ -212,7 +212,7 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
 /* 3.11+: the chunk's used part, [chunk, tstate->datastack_top), from the
  * copied tstate, or 0 when the tstate names another chunk or a top outside
  * it.  datastack_top follows datastack_chunk in every version from 3.11
- * to 3.14 (it is not among 3.13's debug offsets). */
+ * to 3.15 (it is not among the debug offsets; 3.15: cpython/pystate.h). */
 static size_t chunk_used(const struct py_offsets *o, const struct py_thread *t,
                          const uint8_t *tstate)
 {

@@ -5,7 +5,7 @@
  * and characters in one bounded process_vm_readv and decode locally.
  *
  * How: PyASCIIObject.state holds, from bit 0, interned:2, kind:3,
- * compact:1, ascii:1 (the same bits in 3.9–3.14 GIL builds).  A compact
+ * compact:1, ascii:1 (the same bits in 3.9–3.15 GIL builds).  A compact
  * ASCII string keeps its bytes after PyASCIIObject; any other compact
  * string keeps its code points after PyCompactUnicodeObject, 1, 2 or 4
  * bytes each (kind).  Non-compact ("legacy") strings never name code and

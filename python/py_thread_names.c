@@ -28,7 +28,7 @@
 #include "python/py_long.h"
 #include "python/py_string.h"
 
-#define MODULE_DICT_AT 16 /* PyModuleObject.md_dict, 3.9–3.14 */
+#define MODULE_DICT_AT 16 /* PyModuleObject.md_dict, 3.9–3.15 */
 
 struct collect {
         pid_t pid;

@@ -3,20 +3,28 @@
 # (tests/test_python.py) profile, each a minimal Debian root made with
 # debootstrap in a cache directory outside the repository:
 #
-#   name          suite     interpreter (python3 of that suite)
-#   3.9-bullseye  bullseye  3.9
-#   3.13-trixie   trixie    3.13
-#   3.14-forky    forky     3.14  (forky = testing; its python3 is 3.14)
+#   name          suite     interpreter
+#   3.9-bullseye  bullseye  python3 (3.9)
+#   3.13-trixie   trixie    python3 (3.13)
+#   3.14-forky    forky     python3 (3.14; forky = testing)
+#   3.15-forky    forky     python3.15 (3.15): a copy of 3.14-forky's root
+#                           plus forky's python3.15 package (apt-get)
 #
 # plus the machine's own /usr/bin/python3.11 (bookworm), used without chroot.
+# 3.15 is forky's second interpreter, not its python3, so its root is the
+# 3.14 one copied (seconds; a second debootstrap would take minutes) with
+# python3.15 installed by apt.  The mirror's forky Release file may be past
+# its Valid-Until date, hence -o Acquire::Check-Valid-Until=false.
 #
 # Cache: $SPLUNK_PROFD_PYTHONS (default /var/cache/splunk-profd/pythons).
-#   <cache>/<name>/root      the chroot (run: chroot <root> python3 ...)
-#   <cache>/<name>/stamp     written last; holds `sys.version` of its python3
-#   <cache>/versions.txt     name<TAB>sys.version of all four interpreters
-#   <cache>/debs/            downloaded .debs, reused by later runs
-# Idempotent: a release whose stamp exists and whose python3 still runs is
-# reused as is.  Remove <cache>/<name> (or the whole cache) to rebuild.
+#   <cache>/<name>/root      the chroot (run: chroot <root> <interpreter> ...)
+#   <cache>/<name>/stamp     written last; holds `sys.version` of its interpreter
+#   <cache>/versions.txt     name<TAB>sys.version of all five interpreters
+#   <cache>/debs/            downloaded .debs (debootstrap's and apt's
+#                            python3.15 ones), reused by later runs
+# Idempotent: a release whose stamp exists and whose interpreter still runs
+# is reused as is.  Remove <cache>/<name> (or the whole cache) to rebuild;
+# 3.15-forky is rebuilt from 3.14-forky's root.
 #
 # Mirror: the Debian mirror of this machine's APT sources (override with
 # SPLUNK_PROFD_DEBIAN_MIRROR).  Needs root.  Installs debootstrap if missing.
@@ -29,6 +37,9 @@ main() {
 
   CACHE=${SPLUNK_PROFD_PYTHONS:-/var/cache/splunk-profd/pythons}
   RELEASES=("3.9-bullseye bullseye 3.9" "3.13-trixie trixie 3.13" "3.14-forky forky 3.14")
+  # name, the release whose root it copies, the package (= interpreter), minor.
+  ADDED=("3.15-forky 3.14-forky python3.15 3.15")
+  APT=(apt-get -o Acquire::Check-Valid-Until=false -o Acquire::Retries=3 -qq)
   HOST_PYTHON=/usr/bin/python3.11
   TRIES=3
 
@@ -68,8 +79,8 @@ main() {
   exec 9>"$CACHE/.lock"
   flock 9 # one provisioning at a time (tests and a manual run may race)
 
-  # sys.version of the chroot's python3 on one line (3.9's has a newline).
-  chroot_version() { chroot "$1" python3 -c 'import sys; print(" ".join(sys.version.split()))'; }
+  # sys.version of the chroot's python3 (or $2) on one line (3.9's has a newline).
+  chroot_version() { chroot "$1" "${2:-python3}" -c 'import sys; print(" ".join(sys.version.split()))'; }
 
   # Unmounts whatever a failed debootstrap left mounted under $1 (its
   # /proc, /sys), so that removing the directory never reaches the host's.
@@ -118,10 +129,52 @@ main() {
     log "$name: ready in $((SECONDS - started)) s at $dir/root: Python $version ($(du -sh "$dir/root" | cut -f1))"
   }
 
+  # ensure_added NAME BASE PACKAGE MINOR: a copy of <cache>/BASE/root at
+  # <cache>/NAME/root with the Debian package PACKAGE, whose interpreter
+  # (also named PACKAGE) is MINOR.
+  ensure_added() {
+    local name=$1 base=$CACHE/$2/root package=$3 minor=$4 dir=$CACHE/$1 version started
+    if [[ -f $dir/stamp ]]; then
+      if version=$(chroot_version "$dir/root" "$package" 2>&1) && [[ $version == "$minor".* ]]; then
+        log "$name: cached at $dir/root: Python $version"
+        echo "$version" >"$dir/stamp"
+        return
+      fi
+      log "$name: cached chroot broken ($package: ${version:-no output}): rebuilding"
+    fi
+    started=$SECONDS
+    unmount_under "$dir"
+    rm -rf --one-file-system "$dir"
+    mkdir -p "$dir"
+    log "$name: copying $base and installing $package from $MIRROR"
+    cp -a --reflink=auto "$base" "$dir/root"
+    rm -rf "${dir:?}/root/tmp/"* # what tests left in the base's /tmp
+    # .debs of an earlier build are offered to apt, which checks them.
+    cp -p "$CACHE/debs/"*"$package"*.deb "$dir/root/var/cache/apt/archives/" 2>/dev/null || true
+    if ! { chroot "$dir/root" "${APT[@]}" update &&
+      chroot "$dir/root" env DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y --no-install-recommends \
+        "$package"; } >"$dir/apt.log" 2>&1; then
+      tail -5 "$dir/apt.log" | sed "s/^/setup-pythons: $name: /" >&2
+      die "$name: installing $package failed (log: $dir/apt.log)"
+    fi
+    version=$(chroot_version "$dir/root" "$package" 2>&1) || die "$name: $package does not run in $dir/root: $version"
+    [[ $version == "$minor".* ]] || die "$name: $package is $version, not $minor"
+    cp -p "$dir/root/var/cache/apt/archives/"*.deb "$CACHE/debs/" 2>/dev/null || true
+    # The package lists and apt's caches are only needed to install.
+    rm -rf "$dir/root/var/cache/apt/"*.bin "$dir/root/var/cache/apt/archives/"*.deb "$dir/root/var/lib/apt/lists/"* \
+      "$dir/root/usr/share/doc" "$dir/root/usr/share/man" "$dir/root/usr/share/locale"
+    echo "$version" >"$dir/stamp"
+    log "$name: ready in $((SECONDS - started)) s at $dir/root: Python $version ($(du -sh "$dir/root" | cut -f1))"
+  }
+
   total=$SECONDS
   for release in "${RELEASES[@]}"; do
     # shellcheck disable=SC2086
     ensure $release
+  done
+  for added in "${ADDED[@]}"; do
+    # shellcheck disable=SC2086
+    ensure_added $added
   done
 
   [[ -x $HOST_PYTHON ]] || die "$HOST_PYTHON missing (apt-get install python3.11)"
@@ -129,7 +182,7 @@ main() {
   log "3.11-host: $HOST_PYTHON: Python $host_version"
 
   {
-    for release in "${RELEASES[@]}"; do
+    for release in "${RELEASES[@]}" "${ADDED[@]}"; do
       name=${release%% *}
       printf '%s\t%s\n' "$name" "$(cat "$CACHE/$name/stamp")"
     done

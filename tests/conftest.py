@@ -462,10 +462,11 @@ PYTHON_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 
 
 class Interpreter:
-    """One CPython: `root` is its chroot (None for the host's 3.11)."""
+    """One CPython: `root` is its chroot (None for the host's 3.11),
+    `executable` its command inside the chroot."""
 
-    def __init__(self, name, minor, root):
-        self.name, self.minor, self.root = name, minor, root
+    def __init__(self, name, minor, root, executable="python3"):
+        self.name, self.minor, self.root, self.executable = name, minor, root, executable
 
     def install(self, files):
         """Copies files into a new directory the interpreter sees (inside
@@ -485,21 +486,28 @@ class Interpreter:
         return Path(f"{self.root}{seen}") if self.root else Path(seen)
 
     def argv(self, script, *args):
-        python = ["/usr/sbin/chroot", str(self.root), "python3"] if self.root else [str(HOST_PYTHON)]
+        python = ["/usr/sbin/chroot", str(self.root), self.executable] if self.root else [str(HOST_PYTHON)]
         return [*python, str(script), *(str(a) for a in args)]
 
     def __repr__(self):
         return self.name
 
 
-PYTHON_CHROOTS = {"3.9-bullseye": (3, 9), "3.13-trixie": (3, 13), "3.14-forky": (3, 14)}
-PYTHON_NAMES = ["3.9-bullseye", "3.11-host", "3.13-trixie", "3.14-forky"]
+# name: (minor, interpreter in the chroot)
+PYTHON_CHROOTS = {
+    "3.9-bullseye": ((3, 9), "python3"),
+    "3.13-trixie": ((3, 13), "python3"),
+    "3.14-forky": ((3, 14), "python3"),
+    "3.15-forky": ((3, 15), "python3.15"),
+}
+PYTHON_NAMES = ["3.9-bullseye", "3.11-host", "3.13-trixie", "3.14-forky", "3.15-forky"]
 
 
 def _pythons_ready():
     missing = [
-        name for name in PYTHON_CHROOTS
-        if not ((PYTHONS_CACHE / name / "stamp").is_file() and (PYTHONS_CACHE / name / "root/usr/bin/python3").exists())
+        name for name, (_, executable) in PYTHON_CHROOTS.items()
+        if not ((PYTHONS_CACHE / name / "stamp").is_file()
+                and (PYTHONS_CACHE / name / "root/usr/bin" / executable).exists())
     ]
     return missing
 
@@ -520,7 +528,10 @@ def pythons():
             )
     if not HOST_PYTHON.is_file():
         pytest.fail(f"{HOST_PYTHON} missing: apt-get install python3.11", pytrace=False)
-    found = {name: Interpreter(name, minor, PYTHONS_CACHE / name / "root") for name, minor in PYTHON_CHROOTS.items()}
+    found = {
+        name: Interpreter(name, minor, PYTHONS_CACHE / name / "root", executable)
+        for name, (minor, executable) in PYTHON_CHROOTS.items()
+    }
     found["3.11-host"] = Interpreter("3.11-host", (3, 11), None)
     return found
 

@@ -1,5 +1,5 @@
 """Python stacks of real CPython interpreters (3.9 from bullseye, the host's
-3.11, 3.13 from trixie, 3.14 from forky; see scripts/setup-pythons.sh),
+3.11, 3.13 from trixie, 3.14 and 3.15 from forky; see scripts/setup-pythons.sh),
 merged with native frames; plus robustness against non-Python targets and
 a Python thread list in constant churn.
 

@@ -1,8 +1,10 @@
 """Unwinding and symbolization corner cases: frame-pointer code sampled
 while blocked (RBP recovered from the stack copy, never an interrupt that
-would make epoll_wait fail with EINTR), and a stripped binary whose debug
-information is found through .gnu_debuglink."""
+would make epoll_wait fail with EINTR), a fake frame-record cycle where RBP
+is recovered (the unwind ends instead of repeating frames), and a stripped
+binary whose debug information is found through .gnu_debuglink."""
 
+import collections
 import os
 import shutil
 import subprocess
@@ -35,6 +37,30 @@ def test_blocked_frame_pointer_code_unwinds_without_interrupts(profd, start_targ
     target.proc.stdin.write(b"x\n")
     target.proc.stdin.flush()
     assert target.readline() == "eintr=0"
+
+
+def test_fake_frame_record_cycle_ends_the_unwind(profd, start_target):
+    """tests/targets/target_fp_stale.c: the record the unwinder takes for
+    RBP starts a cycle, and a walk that follows it repeats stale_outer
+    (which the unwinder before the loop guard did in every sample).  The
+    walk must end where the stack pointer stops growing and never show
+    stale_outer twice: a stack is the real one (taken with the thread's
+    registers after a stop) or ends at stale_outer, marked truncated."""
+    target = start_target([str(TARGET_DIR / "target_fp_stale")])
+    result, prof = profd.profile([target.pid], duration=1.5)
+    chain = ["stale_wait", "stale_outer", "stale_main"]
+    samples = prof.thread("fp-stale")
+    assert len(samples) >= 20, f"only {len(samples)} fp-stale samples: {prof.thread_names()}"
+    seen = collections.Counter(tuple(functions(s)) for s in samples)
+    repeated = [s for s in samples if functions(s).count("stale_outer") > 1]
+    assert not repeated, f"{len(repeated)}/{len(samples)} stacks repeat stale_outer: {seen}"
+
+    def sound(sample):
+        ours = [f for f in functions(sample) if f.startswith("stale_")]
+        return ours == chain or (ours == chain[:2] and "thread.stack.truncated" in sample["labels"])
+
+    assert all(sound(s) for s in samples), f"stacks other than {chain} or a truncated {chain[:2]}: {seen}"
+    wait_released(target.pid)
 
 
 def test_stripped_binary_with_debuglink(profd, start_target, tmp_path):

@@ -18,6 +18,12 @@
  * one caller: no real thread stack is that short) is reported as
  * UNWIND_NEEDS_REGISTERS so the sampler may stop the thread instead.
  *
+ * A walk ends, marked truncated and UNWIND_NEEDS_REGISTERS, at the first
+ * frame whose stack pointer is not above its callee's: every caller's SP
+ * is its callee's CFA, so that frame came from a wrong register value and
+ * the walk would go round in circles.  When that happens with the
+ * recovered RBP, the record was no real one and that walk is dropped.
+ *
  * Each frame's stack pointer is recorded too (0 when
  * libdwfl cannot tell): frame i's locals lie in [sps[i], sps[i + 1]), which
  * is how the Python merge finds the interpreter-loop activations whose
@@ -46,6 +52,8 @@ struct native_unwinder {
         uint64_t recovered_bp;
         struct thread_stack *out;
         size_t max_depth;
+        uint64_t last_sp;            /* the previous frame's stack pointer, 0: unknown */
+        bool looped;                 /* the stack pointer stopped growing: walk ended */
         bool read_beyond_copy;       /* a read above the copy's end: cut short */
         bool read_bad_address;       /* a read below the copy or far away */
         struct thread_stack scratch; /* the second walk of a blocked capture */
@@ -178,7 +186,22 @@ static int on_frame(Dwfl_Frame *state, void *arg)
                 out->truncated = true;
                 return DWARF_CB_ABORT;
         }
-        out->sps[out->n_pcs] = dwfl_frame_reg(state, DWARF_REG_RSP, &sp) == 0 ? sp : 0;
+        if (dwfl_frame_reg(state, DWARF_REG_RSP, &sp) != 0)
+                sp = 0;
+        /* A caller's stack pointer is its callee's CFA, always above the
+         * callee's: one that is not came from a wrong register (a stale
+         * frame record taken for RBP, corrupted memory) and the walk would
+         * repeat itself until max_depth.  The frame is dropped and the walk
+         * ends, marked as lacking a true register value. */
+        if (sp && unwinder->last_sp && sp <= unwinder->last_sp) {
+                unwinder->looped = true;
+                out->truncated = true;
+                out->end = UNWIND_NEEDS_REGISTERS;
+                return DWARF_CB_ABORT;
+        }
+        if (sp)
+                unwinder->last_sp = sp;
+        out->sps[out->n_pcs] = sp;
         out->pcs[out->n_pcs++] = activation || pc == 0 ? pc : pc - 1;
         return DWARF_CB_OK;
 }
@@ -192,6 +215,8 @@ static size_t walk(struct native_unwinder *unwinder)
         out->truncated = false;
         out->end = UNWIND_COMPLETE;
         out->read_end = 0;
+        unwinder->last_sp = 0;
+        unwinder->looped = false;
         unwinder->read_beyond_copy = unwinder->read_bad_address = false;
         r = dwfl_getthread_frames(address_space__dwfl(unwinder->space), unwinder->current->tid,
                                   on_frame, unwinder);
@@ -228,14 +253,18 @@ static bool is_frame_record(struct native_unwinder *unwinder, uint64_t record, i
         return saved_bp > record && is_frame_record(unwinder, saved_bp, links - 1);
 }
 
-static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
+/* The innermost frame record at or above `from`. */
+static bool recover_bp(struct native_unwinder *unwinder, uint64_t from, uint64_t *bp)
 {
         const struct capture *capture = unwinder->current;
+        uint64_t end = capture->stack_start + capture->stack_len, address;
+
         /* Not in the red zone: below SP a record is stale. */
-        uint64_t from =
-            capture->regs.rsp > capture->stack_start ? capture->regs.rsp : capture->stack_start;
-        uint64_t address = (from + 7) & ~7ull;
-        uint64_t end = capture->stack_start + capture->stack_len;
+        if (from < capture->regs.rsp)
+                from = capture->regs.rsp;
+        if (from < capture->stack_start)
+                from = capture->stack_start;
+        address = (from + 7) & ~7ull;
 
         for (; address + 16 <= end; address += 8) {
                 if (is_frame_record(unwinder, address, FRAME_RECORD_LINKS)) {
@@ -246,12 +275,18 @@ static bool recover_bp(struct native_unwinder *unwinder, uint64_t *bp)
         return false;
 }
 
-/* Walks again with a recovered RBP into scratch; keeps it if deeper. */
+/* Walks again with a recovered RBP into scratch; keeps it if deeper.
+ * The record is searched from the stack pointer of the first walk's last
+ * frame, the one whose CFA needs RBP: the words between SP and there are
+ * the frames (and red zones) of SP-based code, where the remains of
+ * earlier calls look like frame records (CPython 3.15's time.sleep: a
+ * stale record under libc's clock_nanosleep sent the walk back into it). */
 static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thread_stack *out)
 {
         struct thread_stack *scratch = &unwinder->scratch;
+        uint64_t from = out->n_pcs && out->sps ? out->sps[out->n_pcs - 1] : 0;
 
-        if (!recover_bp(unwinder, &unwinder->recovered_bp))
+        if (!recover_bp(unwinder, from, &unwinder->recovered_bp))
                 return;
         unwinder->use_recovered_bp = true;
         unwinder->out = scratch;
@@ -259,6 +294,15 @@ static void walk_with_recovered_bp(struct native_unwinder *unwinder, struct thre
         unwinder->out = out;
         if (scratch->read_end > out->read_end)
                 out->read_end = scratch->read_end; /* what the copy must hold */
+        if (unwinder->looped) {
+                /* The record was no frame record, so none of the frames
+                 * found with it can be trusted: the first walk stays,
+                 * marked so that the sampler stops the thread for its
+                 * real registers. */
+                out->truncated = true;
+                out->end = UNWIND_NEEDS_REGISTERS;
+                return;
+        }
         if (scratch->n_pcs <= out->n_pcs || !thread_stack__reserve(out, scratch->n_pcs))
                 return;
         memcpy(out->pcs, scratch->pcs, scratch->n_pcs * sizeof(*out->pcs));
