@@ -176,14 +176,17 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
 {
-        _cleanup_free_ pid_t *tids = calloc(PY_MAX_THREADS, sizeof(*tids));
+        _cleanup_free_ pid_t *tids = calloc(2 * PY_MAX_THREADS, sizeof(*tids));
+        pid_t *ns_tids = tids + PY_MAX_THREADS;
         size_t n = 0;
 
         if (!tids)
                 return;
-        for (size_t i = 0; i < target->n_threads && n < PY_MAX_THREADS; i++)
+        for (size_t i = 0; i < target->n_threads && n < PY_MAX_THREADS; i++) {
+                ns_tids[n] = target__ns_tid(target, target->threads[i]);
                 tids[n++] = target->threads[i]->tid;
-        (void)py_threads__refresh(&py->threads, py->pid, &py->runtime, tids, n);
+        }
+        (void)py_threads__refresh(&py->threads, py->pid, &py->runtime, tids, ns_tids, n);
         py->last_refresh_ns = now_ns;
         py->unmapped_seen = false;
 }
