@@ -137,6 +137,8 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
                         read_chunk(pid, &t, u64_at(tstate, o->tstate_datastack_chunk), o);
                 if (before && before->chunk == t.chunk && before->chunk_len == t.chunk_len)
                         t.chunk_used = before->chunk_used;
+                if (before)
+                        t.stateless = before->stateless;
                 if (add_thread(out, &t) < 0)
                         return -ENOMEM;
                 address = u64_at(tstate, o->tstate_next);

@@ -25,6 +25,9 @@ struct py_thread {
         size_t chunk_len;
         size_t chunk_used; /* its used part at the last capture, 0 = unknown */
         uint64_t gil;      /* GIL bytes copied with the tstate (py_gil), 0 = none */
+        /* Samples in a row taken without its state while it was known
+         * (py_process__sample_reusable). */
+        unsigned int stateless;
 };
 
 struct py_threads {

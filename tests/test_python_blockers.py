@@ -3,7 +3,9 @@ PYTHONS table (tests/python_targets/blockers.py):
 
   * in a container: the target runs in its own PID namespace, started as a
     container runtime starts it (`unshare --pid --fork --mount-proc`), so
-    every thread id it stores is not the one the profiler sees.
+    every thread id it stores is not the one the profiler sees;
+  * started after the profiler attached, then blocked for good: their
+    first sample may come before the Python side knows them.
 
 Each thread blocks on one known line; its samples must show that line in
 its Python frames, and its threading name as thread.name.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, Target, python_source_lines
+from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, Target, python_source_lines, wait_traced
 
 BLOCKERS = PYTHON_TARGETS / "blockers.py"
 LINES = python_source_lines(BLOCKERS)
@@ -86,6 +88,7 @@ def check_threads(prof, info, tids, script, expected, what):
         want = (function, str(script), LINES[marker])
         framed = [s for s in samples if want in [(f["function"], f["file"], f["line"]) for f in py_frames(s)]]
         named = [s for s in samples if s["labels"].get("thread.name") == [name]]
+        print(f"{what}: {name}: {len(framed)}/{len(samples)} with the frame, {len(named)} named")
         if len(framed) < MIN_SHARE * len(samples):
             bad = collections.Counter(show(s) for s in samples if s not in framed).most_common(2)
             problems.append(f"{name}: {len(framed)}/{len(samples)} samples show {want}; others: {bad}")
@@ -112,6 +115,31 @@ def test_target_in_its_own_pid_namespace(name, pythons, profd):
         assert result.summary["errors"] == 0, result.summary
         check_threads(prof, info, tids, seen / BLOCKERS.name, {**MAIN, **WORKERS},
                       f"{interpreter} in its own PID namespace")
+    finally:
+        target.kill()
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", PYTHON_NAMES)
+def test_threads_started_after_attach_then_blocked(name, pythons, profd):
+    interpreter = pythons[name]
+    seen = interpreter.install([BLOCKERS])
+    target = Target(interpreter.argv(seen / BLOCKERS.name), env=PYTHON_ENV, cwd="/")
+    try:
+        target.wait_ready(timeout=30)
+        daemon = profd.start("--pid", target.pid, "--duration", 4, "--interval", 10, "--wall")
+        wait_traced(target.pid)
+        time.sleep(0.5)  # a few ticks with the main thread alone
+        target.proc.stdin.write(b"start\n")
+        target.proc.stdin.flush()
+        info = json.loads(target.readline(timeout=10))
+        result = profd.finish(daemon)
+        assert result.returncode == 0, str(result)
+        prof = profd.read_profile(result.output)
+        prof.summary_line = next((l for l in result.stderr.splitlines() if "summary:" in l), "")
+        identity = {t["native_id"]: t["native_id"] for t in info["threads"].values()}
+        check_threads(prof, info, identity, seen / BLOCKERS.name, WORKERS,
+                      f"{interpreter}: threads started after attach")
     finally:
         target.kill()
         shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
