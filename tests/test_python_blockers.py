@@ -143,3 +143,27 @@ def test_threads_started_after_attach_then_blocked(name, pythons, profd):
     finally:
         target.kill()
         shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["3.9-bullseye", "3.14-forky"])
+def test_native_thread_stack_is_reused_while_it_sleeps(name, pythons, profd):
+    """A thread no refresh of the Python thread map finds runs no Python
+    code: its blocked stack is copied a few times at most, not every tick."""
+    interpreter = pythons[name]
+    seen = interpreter.install([BLOCKERS])
+    target = Target(interpreter.argv(seen / BLOCKERS.name, "native"), env=PYTHON_ENV, cwd="/")
+    try:
+        target.wait_ready(timeout=30)
+        tids = sorted(int(t.name) for t in Path(f"/proc/{target.pid}/task").iterdir())
+        assert len(tids) == 2, tids
+        result, prof = profd.profile([target.pid], duration=2, interval=10, extra=["--wall"])
+        summary = result.summary
+        native = [s for s in prof.samples if s["num_labels"].get("thread.os.id") == [tids[1]]]
+        assert len(native) >= 2 * MIN_SAMPLES, f"{len(native)} samples of the native thread: {summary}"
+        assert not any(f["address"] == 0 for s in native for f in s["frames"]), show(native[0])
+        print(f"{interpreter}: native thread, {len(native)} samples; summary blocked={summary['blocked']} reused={summary['reused']}")
+        # Two threads blocked for good: each copied once, plus a few re-reads.
+        assert summary["blocked"] <= 8, f"blocked stacks copied {summary['blocked']} times: {summary}"
+    finally:
+        target.kill()
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)

@@ -6,8 +6,9 @@ stay blocked.  Runs on CPython 3.9 to 3.14.
   sleeps-an-hour  time.sleep in sleep_long          <- Thread.run ...
   waits-on-lock   Lock.acquire in on_lock           <- Thread.run ...
 
-Prints "ready".  With argv[1] == "now" the three threads are then started
-at once; otherwise when the line "start" arrives on stdin (threads started
+With argv[1] == "native", a thread without any Python state (libc's
+sleep as its start routine) is started first.  Prints "ready".  With
+argv[1] == "now" the three threads are then started at once; otherwise when the line "start" arrives on stdin (threads started
 after a profiler attached).  Each time they are started (and have reached
 the call they block in, give or take a few bytecodes) one line of JSON
 {"pid", "version", "threads": {python name: {"ident", "native_id"}}} is
@@ -15,6 +16,7 @@ printed; native_id is the thread's id in its own PID namespace.  The calls
 they block in are each on ONE line, marked `# LINE:<name>`.
 """
 
+import ctypes
 import json
 import os
 import sys
@@ -61,7 +63,18 @@ def start():
     print(json.dumps({"pid": os.getpid(), "version": sys.version, "threads": info}), flush=True)
 
 
+def start_native():
+    """A thread with no Python state at all: libc's sleep(3600) as a
+    pthread start routine (its argument arrives as the void *)."""
+    libc = ctypes.CDLL(None)
+    thread = ctypes.c_ulong()
+    start_routine = ctypes.cast(libc.sleep, ctypes.c_void_p)
+    assert libc.pthread_create(ctypes.byref(thread), None, start_routine, ctypes.c_void_p(3600)) == 0
+
+
 def main():
+    if sys.argv[1:] == ["native"]:
+        start_native()
     print("ready", flush=True)
     if sys.argv[1:] == ["now"]:
         start()
