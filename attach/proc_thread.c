@@ -229,3 +229,45 @@ uint64_t proc_process__start_code(pid_t pid)
 
         return stat_number(fd, 26);
 }
+
+pid_t proc_status__ns_tid(const char *text, pid_t tid, bool *nested)
+{
+        const char *line = strstr(text, "\nNSpid:");
+        pid_t last = tid;
+        int entries = 0;
+
+        *nested = false;
+        if (!line)
+                return tid;
+        /* One id per PID namespace level (at most 33), up to the newline. */
+        for (const char *p = line + 7;;) {
+                char *end;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p == '\n' || *p == '\0')
+                        break;
+                if (*p < '0' || *p > '9')
+                        return 0; /* not an NSpid line we know */
+                long id = strtol(p, &end, 10);
+                if (id <= 0 || id > INT32_MAX)
+                        return 0;
+                last = (pid_t)id;
+                entries++;
+                p = end;
+        }
+        if (entries == 0)
+                return 0;
+        *nested = entries > 1;
+        return last;
+}
+
+pid_t proc_thread__ns_tid(pid_t pid, pid_t tid, bool *nested)
+{
+        _cleanup_close_ int fd = open_task_file(pid, tid, "status");
+        char text[4096];
+
+        *nested = false;
+        if (read_small(fd, text, sizeof(text)) <= 0)
+                return 0;
+        return proc_status__ns_tid(text, tid, nested);
+}

@@ -75,6 +75,18 @@ bool proc_thread__schedstat(const struct proc_thread_files *files, struct proc_s
 /* Thread name (comm), NUL-terminated, at most 15 characters. */
 bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);
 
+/* The thread's id in the PID namespace it lives in: the last NSpid entry
+ * of /proc/PID/task/TID/status, the id the process itself sees (gettid(),
+ * and so every thread id it stores in its memory).  *nested is set when
+ * that namespace is not /proc's own (NSpid has more than one entry).  tid
+ * itself, not nested, on kernels without NSpid (before 4.1); 0 when the
+ * file is unreadable. */
+pid_t proc_thread__ns_tid(pid_t pid, pid_t tid, bool *nested);
+
+/* Parses the NSpid line of a status text as proc_thread__ns_tid does;
+ * exposed for unit tests. */
+pid_t proc_status__ns_tid(const char *text, pid_t tid, bool *nested);
+
 /* Parses one line of /proc/.../syscall; exposed for unit tests. */
 enum proc_syscall_result proc_syscall__parse(const char *text, struct blocked_point *point);
 

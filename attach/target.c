@@ -81,6 +81,22 @@ struct tthread *target__find_thread(struct target *target, pid_t tid)
         return NULL;
 }
 
+pid_t target__ns_tid(struct target *target, struct tthread *thread)
+{
+        bool nested;
+        pid_t id;
+
+        if (thread->ns_tid)
+                return thread->ns_tid;
+        if (target->same_pid_ns)
+                return thread->ns_tid = thread->tid;
+        id = proc_thread__ns_tid(target->pid, thread->tid, &nested);
+        if (id <= 0)
+                return thread->tid; /* not kept: tried again next time */
+        target->same_pid_ns = !nested;
+        return thread->ns_tid = id;
+}
+
 struct tthread *target__add_thread(struct target *target, pid_t tid)
 {
         struct tthread *thread = target__find_thread(target, tid);

@@ -53,6 +53,7 @@ bool thread_stack__reserve(struct thread_stack *stack, size_t n);
 
 struct tthread {
         pid_t tid;
+        pid_t ns_tid; /* its id in the target's own PID namespace, 0: unread */
         struct proc_thread_files files;
         bool exited;            /* the leader after pthread_exit: a zombie, never sampled */
         bool interrupt_pending; /* PTRACE_INTERRUPT sent, stop not seen yet */
@@ -109,7 +110,8 @@ struct target {
          * thread is PTRACE_DETACHed at its next ptrace-stop and no longer
          * sampled; `gone` is set once the last thread is detached. */
         bool releasing;
-        bool released; /* every thread detached (gone, but not exited) */
+        bool released;    /* every thread detached (gone, but not exited) */
+        bool same_pid_ns; /* lives in /proc's PID namespace: ids need no mapping */
         struct target_options options;
         void *owner; /* the sampler's per-target state, not owned here */
         size_t n_threads, threads_capacity;
@@ -132,6 +134,14 @@ struct target *target__adopt(pid_t pid, const struct target_options *options);
 void target__detach_thread(struct target *target, struct tthread *thread, int sig);
 
 struct tthread *target__find_thread(struct target *target, pid_t tid);
+
+/* The id `thread` has inside the target, which is what the target stores
+ * in its memory (a thread started by a container runtime with its own PID
+ * namespace knows itself by another id than ours).  Read from /proc once
+ * per thread (tthread.ns_tid); once a thread turns out to live in /proc's
+ * own namespace, all the target's threads do and none is read again.
+ * thread->tid when unreadable. */
+pid_t target__ns_tid(struct target *target, struct tthread *thread);
 
 /* Registers a thread the kernel attached for us (clone).  NULL on ENOMEM or
  * when the thread is already gone. */

@@ -7,6 +7,9 @@
  * also keeps the list of all its threads at the tick, so a thread the tick
  * could not sample (it ran during the lock-free blocked-stack check) is
  * still listed, marked "not sampled", rather than silently missing.
+ * Such a thread, or a tick that sampled no thread at all, gets more ticks
+ * (DUMP_MAX_TICKS in all, cmd_dump__complete): a dump of a busy target no
+ * longer fails now and then with "no thread could be sampled".
  *
  * Output order: processes as given on the command line, threads by OS id
  * (so the main thread, whose id is the pid, comes first). */
@@ -28,6 +31,10 @@
 #include "util/log.h"
 
 #define DUMP_MAX_FRAMES 4096
+/* Ticks a dump may take: more than one only while a thread it lists has
+ * not been sampled (a thread that ran during both checks of its blocked
+ * stack is skipped for that tick).  The ticks come DUMP_INTERVAL_MS apart. */
+#define DUMP_MAX_TICKS 20
 
 struct dump_frame {
         char *function, *file, *module;
@@ -60,6 +67,7 @@ struct dump_process {
 struct cmd_dump {
         bool json;
         bool out_of_memory;
+        unsigned int ticks; /* seen so far (cmd_dump__complete) */
         size_t n_threads, threads_capacity;
         struct dump_thread *threads;
         size_t n_processes, processes_capacity;
@@ -199,9 +207,26 @@ static void cmd_dump__on_sample(void *arg, const struct sample_event *event)
         stack_frames__walk(event, dump_thread__add_frame, thread);
 }
 
+/* After each tick: done once every thread listed has a sample, or after
+ * DUMP_MAX_TICKS; a tick that sampled nothing at all is retried too. */
+static bool cmd_dump__complete(void *arg)
+{
+        struct cmd_dump *dump = arg;
+
+        if (++dump->ticks >= DUMP_MAX_TICKS || dump->out_of_memory)
+                return true;
+        if (dump->n_processes == 0)
+                return false;
+        for (size_t i = 0; i < dump->n_threads; i++)
+                if (!dump->threads[i].sampled)
+                        return false;
+        return true;
+}
+
 struct sample_sink cmd_dump__sink(struct cmd_dump *dump)
 {
-        return (struct sample_sink){.on_sample = cmd_dump__on_sample, .arg = dump};
+        return (struct sample_sink){
+            .on_sample = cmd_dump__on_sample, .complete = cmd_dump__complete, .arg = dump};
 }
 
 static int compare_threads(const void *a, const void *b)

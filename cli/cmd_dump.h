@@ -1,7 +1,8 @@
 /* cmd_dump.h — `splunk-profd dump`: every thread's current stack, once.
  *
- * The tracer runs exactly one tick (config.max_ticks = 1) through the same
- * sampler as a recording; this module is the sample sink of that tick.  It
+ * The tracer runs one tick (config.max_ticks = 1) through the same sampler
+ * as a recording, and a few more only while a thread is still without a
+ * sample (the sink's `complete`); this module is the sample sink.  It
  * copies what it needs on the tracer thread, and prints on the main thread
  * after the tracer has exited and every thread has been released. */
 #pragma once

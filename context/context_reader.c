@@ -269,12 +269,21 @@ static bool reader__index(struct context_reader *reader, struct target *target)
                 struct tthread *thread = target->threads[i];
                 if (!thread->context_start)
                         thread->context_start = thread_start_time(thread);
-                uint32_t slot = slot_keys__find(keys, n, thread->tid, thread->context_start);
+                /* A slot names the thread as the target knows it. */
+                uint32_t slot =
+                    slot_keys__find(keys, n, target__ns_tid(target, thread), thread->context_start);
                 changed |= slot != thread->context_slot;
                 thread->context_slot = slot;
         }
         reader->index_stale = false;
         return changed;
+}
+
+/* The thread's id as its slot names it (in the target's PID namespace):
+ * read by reader__index, before any slot of the thread is decoded. */
+static pid_t slot_tid(const struct tthread *thread)
+{
+        return thread->ns_tid ? thread->ns_tid : thread->tid;
 }
 
 /* Rebuilds the index and sets when the next rebuild may come. */
@@ -406,20 +415,21 @@ enum context_state context_reader__decode(struct context_reader *reader,
                 if (capture->span_slot_len == CONTEXT_SLOT_SIZE) {
                         struct context_span slot;
                         (void)context_slot__decode(capture->span_slot, capture->span_slot_len,
-                                                   thread->tid, thread->context_start, &slot);
+                                                   slot_tid(thread), thread->context_start, &slot);
                         span->internal = slot.internal;
                 }
                 return CONTEXT_SPAN;
         }
         span->record.n_attrs = 0;
-        enum context_state state = context_slot__decode(capture->span_slot, capture->span_slot_len,
-                                                        thread->tid, thread->context_start, span);
+        enum context_state state =
+            context_slot__decode(capture->span_slot, capture->span_slot_len, slot_tid(thread),
+                                 thread->context_start, span);
 
         /* A copied slot that no longer names this thread: re-index. */
         if (state == CONTEXT_UNKNOWN && capture->span_slot_len == CONTEXT_SLOT_SIZE) {
                 int32_t tid;
                 memcpy(&tid, capture->span_slot + 4, sizeof(tid));
-                if (tid != thread->tid)
+                if (tid != slot_tid(thread))
                         reader->index_stale = true;
         }
         return state;

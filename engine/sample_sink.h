@@ -16,6 +16,7 @@
  * strings and stacks are reused on the next tick. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sample_record;
@@ -34,5 +35,9 @@ struct sample_event {
 struct sample_sink {
         /* NULL: no sink.  Called once per recorded thread-sample. */
         void (*on_sample)(void *arg, const struct sample_event *event);
+        /* NULL: a run of config.max_ticks ticks ends after them.  Else
+         * asked after each tick from then on: false asks for one more (the
+         * sink bounds how many). */
+        bool (*complete)(void *arg);
         void *arg;
 };

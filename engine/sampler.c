@@ -512,10 +512,13 @@ static void unwind_capture(struct registry *registry, struct target *target, str
                 registry->stats.errors++;
         registry->stats.merge_failed += merge_failed;
         bool grown = grow_stack_copy(target, thread) || longer_copy;
-        thread->last_stack_valid = true;
+        /* Taken before its Python frames could be read: read it again. */
+        thread->last_stack_valid =
+            !profiled->python || py_process__sample_reusable(profiled->python, &thread->capture);
         /* An idle thread reuses this stack, unless a bigger copy could
          * complete it next time. */
-        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED && !grown;
+        thread->idle_key_valid =
+            thread->capture.kind == CAPTURE_BLOCKED && !grown && thread->last_stack_valid;
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
                              stack->end == UNWIND_NEEDS_REGISTERS &&
                              syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);

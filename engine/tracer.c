@@ -298,8 +298,10 @@ static void run_loop(struct registry *registry, int timer_fd)
                         export_after_tick(registry, tick_time_ns, false);
                         run_status__send(registry);
                         if (registry->config.max_ticks &&
-                            registry->stats.ticks >= registry->config.max_ticks)
-                                break; /* dump: exactly one tick */
+                            registry->stats.ticks >= registry->config.max_ticks &&
+                            (!registry->sink.complete ||
+                             registry->sink.complete(registry->sink.arg)))
+                                break; /* dump: one tick, more while its sink asks */
                         /* Catch up without bursts if a tick overran. */
                         uint64_t due = (monotonic_ns() - grid_start) / interval_ns + 1;
                         note_missed_ticks(registry, tick, due);

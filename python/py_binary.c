@@ -18,9 +18,12 @@
  * mappings (symbolize/load_bias).
  *
  * Version, first source that answers: the "xdebugpy" _Py_DebugOffsets at
- * the start of _PyRuntime (3.13+), Py_Version (3.11+), the file name.  The
+ * the start of _PyRuntime (3.13+), Py_Version (3.11+), the PY_VERSION
+ * string in .rodata (3.9, 3.10: rodata_version), the file name.  The
  * first two are read in the process's memory, but are static data of the
- * file, the same in every process.  The target's binary is never executed.
+ * file, the same in every process.  The target's binary is never executed,
+ * and its name is the last resort: `venv --copies` or a container image
+ * may call a 3.9 interpreter plain "python3".
  *
  * Without a section or symbol, the writable mappings of a file whose name
  * gives the version are scanned: for the 3.13+ cookie, or for a word
@@ -47,6 +50,9 @@
 #define SCAN_MAX_BYTES     (16u << 20)
 #define SCAN_CHUNK         (1u << 20)
 #define SCAN_MAX_VALIDATES 4096
+#define RODATA_MAX_BYTES   (64u << 20)
+#define VERSION_TEXT_MAX   16 /* "3.10.12rc2+" and some */
+#define PY_VERSION_MINOR   11 /* the first minor with Py_Version */
 
 struct elf_symbols {
         uint64_t runtime; /* file virtual addresses, 0 = absent */
@@ -151,6 +157,97 @@ unsigned int py_binary__minor_from_name(const char *path)
         for (; *p >= '0' && *p <= '9' && minor < 1000; p++)
                 minor = minor * 10 + (unsigned int)(*p - '0');
         return minor;
+}
+
+/* Up to two decimal digits at *p, advancing it; -1 when none. */
+static int small_number(const char **p, const char *end)
+{
+        int value = -1;
+
+        for (int digits = 0; *p < end && **p >= '0' && **p <= '9' && digits < 2; digits++, (*p)++)
+                value = (value < 0 ? 0 : value * 10) + (**p - '0');
+        return *p < end && **p >= '0' && **p <= '9' ? -1 : value;
+}
+
+uint32_t py_binary__parse_version(const char *text, size_t len)
+{
+        const char *p = text, *end = text + len;
+        int minor, micro, serial = 0;
+        unsigned int level = 0xf; /* final */
+
+        if (len < 5 || strncmp(p, "3.", 2) != 0)
+                return 0;
+        p += 2;
+        if ((minor = small_number(&p, end)) < 0 || p == end || *p++ != '.' ||
+            (micro = small_number(&p, end)) < 0)
+                return 0;
+        if (p < end && (*p == 'a' || *p == 'b' || *p == 'r')) {
+                level = *p == 'a' ? 0xa : *p == 'b' ? 0xb : 0xc;
+                if (*p == 'r' && (++p == end || *p != 'c'))
+                        return 0;
+                p++;
+                if ((serial = small_number(&p, end)) < 0)
+                        return 0;
+        }
+        if (p < end && *p == '+')
+                p++;
+        if (p != end)
+                return 0;
+        return 3u << 24 | (uint32_t)minor << 16 | (uint32_t)micro << 8 | level << 4 |
+               (uint32_t)serial;
+}
+
+/* A candidate for PY_VERSION: a minor we read that has no Py_Version. */
+static bool version_without_symbol(uint32_t version)
+{
+        struct py_offsets offsets;
+        unsigned int minor = (version >> 16) & 0xff;
+
+        return version && minor < PY_VERSION_MINOR && py_offsets__for_minor(minor, &offsets);
+}
+
+/* PY_VERSION of a 3.9 or 3.10 binary: Py_GetVersion() formats sys.version
+ * from that string literal, which .rodata holds as a string of its own.
+ * Other strings there look like versions (unicodedata's "3.2.0", for its
+ * 3.2 database), so only a minor without Py_Version that we read counts,
+ * and two different ones make the answer unknown (0).  Bounded by the
+ * section, itself capped; the ELF file is already mapped. */
+static uint32_t rodata_version(Elf *elf)
+{
+        size_t shstrndx;
+        Elf_Scn *scn = NULL;
+        uint32_t found = 0;
+
+        if (elf_getshdrstrndx(elf, &shstrndx) < 0)
+                return 0;
+        while ((scn = elf_nextscn(elf, scn)) != NULL) {
+                GElf_Shdr shdr;
+                const char *name;
+                Elf_Data *data;
+                if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS ||
+                    !(name = elf_strptr(elf, shstrndx, shdr.sh_name)) ||
+                    strcmp(name, ".rodata") != 0 || !(data = elf_getdata(scn, NULL)) ||
+                    !data->d_buf)
+                        continue;
+                const char *bytes = data->d_buf;
+                size_t size = data->d_size < RODATA_MAX_BYTES ? data->d_size : RODATA_MAX_BYTES;
+                for (size_t at = 0; at + 5 < size; at++) {
+                        if (bytes[at] != '3' || bytes[at + 1] != '.' || (at && bytes[at - 1]))
+                                continue;
+                        const char *nul =
+                            memchr(bytes + at, '\0',
+                                   size - at < VERSION_TEXT_MAX ? size - at : VERSION_TEXT_MAX);
+                        uint32_t version =
+                            nul ? py_binary__parse_version(bytes + at, (size_t)(nul - (bytes + at)))
+                                : 0;
+                        if (!version_without_symbol(version))
+                                continue;
+                        if (found && version != found)
+                                return 0;
+                        found = version;
+                }
+        }
+        return found;
 }
 
 /* A sized function symbol of the interpreter loop, kept once. */
@@ -363,6 +460,8 @@ enum py_discovery py_binary__read(struct py_binaries *binaries, const char *key,
                 return PY_DISCOVERY_NOT_PYTHON;
         read_elf_symbols(elf, &syms, binary);
         version_hex = read_py_version(pid, syms.py_version ? syms.py_version + *bias : 0);
+        if (!version_hex)
+                version_hex = rodata_version(elf);
         if (version_hex)
                 minor = (version_hex >> 16) & 0xff;
         if (syms.runtime)

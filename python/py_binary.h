@@ -90,3 +90,7 @@ bool py_binary__runtime_validates(pid_t pid, uint64_t address, const struct py_o
 /* Parses the minor version out of a file name such as "python3.11",
  * "libpython3.9.so.1.0" or "libpython3.12d.so"; 0 when none. */
 unsigned int py_binary__minor_from_name(const char *path);
+
+/* Parses a PY_VERSION string ("3.9.2", "3.10.0rc1", "3.9.2+") of `len`
+ * bytes into its PY_VERSION_HEX; 0 when it is not one. */
+uint32_t py_binary__parse_version(const char *text, size_t len);

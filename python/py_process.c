@@ -15,7 +15,8 @@
  *            every PY_THREADS_REFRESH_NS, and grows the capture buffers of
  *            Python threads, so the stop window never allocates.  A thread
  *            seen for the first time therefore gets native-only samples
- *            until the next refresh.
+ *            until the next refresh, and such a sample is not reused for
+ *            an idle thread (py_process__sample_reusable).
  *   capture  (inside the stop window) finds the thread's state without
  *            allocating and copies it, with the GIL holder (py_gil) and the
  *            data-stack chunk cached for it, in one process_vm_readv; on
@@ -32,7 +33,8 @@
  *            then read live.
  *   label    (before recording) thread.gil from the copied GIL bytes, and
  *            thread.name from threading (py_thread_names), refreshed after
- *            the resume only when a thread is missing or every 10 s.
+ *            the resume only when a thread is missing or not yet named (a
+ *            few times) or every 10 s.
  *
  * Native frame classes: NATIVE_EVAL is a function named
  * _PyEval_EvalFrameDefault (or a split part such as its .cold), wherever it
@@ -75,14 +77,20 @@
  * Python processes at 1 Hz. */
 #define PY_THREADS_REFRESH_NS (5000ull * 1000 * 1000)
 #define PY_THREADS_RETRY_NS   (20ull * 1000 * 1000)
-#define PY_NAMES_RETRY_NS     (1000ull * 1000 * 1000)
-#define PY_NAMES_REFRESH_NS   (10000ull * 1000 * 1000)
-#define CLASS_CACHE_SLOTS     1024
-#define PY_STRING_SEED        0x5bd1e9955bd1e995ull
-#define CLASS_RANGES          64
+/* A new thread's name is looked for again after 20, 40, 80, 160 and 320
+ * ms: threading registers it a moment after its thread state exists. */
+#define PY_NAMES_RETRY_NS   (20ull * 1000 * 1000)
+#define PY_NAMES_TRIES      5
+#define PY_NAMES_REFRESH_NS (10000ull * 1000 * 1000)
+#define CLASS_CACHE_SLOTS   1024
+#define PY_STRING_SEED      0x5bd1e9955bd1e995ull
+#define CLASS_RANGES        64
 /* Bytes of the data-stack chunk copied beyond its used part at the last
  * capture: a stack that grew less than this since needs no second copy. */
 #define CHUNK_SLACK 1024
+/* Samples in a row that a known thread may have without its copied state
+ * before one of them is reused anyway (py_process__sample_reusable). */
+#define PY_STATELESS_TRIES 3
 
 /* The address range of one function symbol whose class is known. */
 struct class_range {
@@ -106,6 +114,7 @@ struct py_process {
         struct py_thread_names names;
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
+        uint64_t unmapped_sample_ns;     /* when the last such sample was captured */
         struct py_walk_scratch *scratch; /* shared by every process */
         enum native_class *classes;
         size_t classes_capacity;
@@ -181,14 +190,17 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
 {
-        _cleanup_free_ pid_t *tids = calloc(PY_MAX_THREADS, sizeof(*tids));
+        _cleanup_free_ pid_t *tids = calloc(2 * PY_MAX_THREADS, sizeof(*tids));
+        pid_t *ns_tids = tids + PY_MAX_THREADS;
         size_t n = 0;
 
         if (!tids)
                 return;
-        for (size_t i = 0; i < target->n_threads && n < PY_MAX_THREADS; i++)
+        for (size_t i = 0; i < target->n_threads && n < PY_MAX_THREADS; i++) {
+                ns_tids[n] = target__ns_tid(target, target->threads[i]);
                 tids[n++] = target->threads[i]->tid;
-        (void)py_threads__refresh(&py->threads, py->pid, &py->runtime, tids, n);
+        }
+        (void)py_threads__refresh(&py->threads, py->pid, &py->runtime, tids, ns_tids, n);
         py->last_refresh_ns = now_ns;
         py->unmapped_seen = false;
 }
@@ -241,6 +253,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 return false; /* fs_base may match it: try again with it */
         if (!t) {
                 py->unmapped_seen = true;
+                py->unmapped_sample_ns = monotonic_ns(); /* vDSO: no system call */
                 return true;
         }
         addresses[n] = t->tstate;
@@ -484,16 +497,49 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         return out;
 }
 
+bool py_process__sample_reusable(struct py_process *py, const struct capture *capture)
+{
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+
+        if (capture->interp.n_regions > 0) {
+                if (t)
+                        t->stateless = 0;
+                return true;
+        }
+        if (!t) /* every unmapped sample so far came before the last refresh */
+                return py->last_refresh_ns > py->unmapped_sample_ns;
+        return ++t->stateless > PY_STATELESS_TRIES;
+}
+
+/* Whether the name table is worth re-reading for this thread's sample: a
+ * thread missing from it, at most every PY_NAMES_RETRY_NS; one without a
+ * threading name yet, PY_NAMES_TRIES times with the wait doubling, after
+ * which it is taken for a thread threading does not list (_thread's);
+ * every PY_NAMES_REFRESH_NS for renames. */
+static bool names_due(const struct py_thread_names *names, const struct py_thread_name *entry,
+                      uint64_t now_ns)
+{
+        uint64_t elapsed = now_ns - names->refreshed_ns;
+
+        if (elapsed >= PY_NAMES_REFRESH_NS)
+                return true;
+        if (!entry)
+                return elapsed >= PY_NAMES_RETRY_NS;
+        if (entry->misses == 0 || entry->misses > PY_NAMES_TRIES)
+                return false;
+        return elapsed >= PY_NAMES_RETRY_NS << (entry->misses - 1);
+}
+
 static const char *python_name(struct py_process *py, const struct py_thread *t, pid_t tid)
 {
-        uint64_t now_ns = monotonic_ns(), elapsed = now_ns - py->names.refreshed_ns;
-        const char *name = py_thread_names__find(&py->names, t->pthread, tid);
+        uint64_t now_ns = monotonic_ns();
+        const struct py_thread_name *entry = py_thread_names__find(&py->names, t->pthread, tid);
 
-        if ((!name && elapsed >= PY_NAMES_RETRY_NS) || elapsed >= PY_NAMES_REFRESH_NS) {
+        if (names_due(&py->names, entry, now_ns)) {
                 py_thread_names__refresh(&py->names, py->pid, &py->runtime, &py->threads, now_ns);
-                name = py_thread_names__find(&py->names, t->pthread, tid);
+                entry = py_thread_names__find(&py->names, t->pthread, tid);
         }
-        return name;
+        return entry ? entry->name : NULL;
 }
 
 void py_process__label(struct py_process *py, const struct capture *capture,

@@ -62,11 +62,23 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
                                              const struct thread_stack *native,
                                              enum native_mode mode, bool *failed);
 
+/* After the merge: whether this sample may stand for the thread's next
+ * ones while the thread does not run (the sampler reuses an idle thread's
+ * last stack).  Not when it was taken before the thread's Python state was
+ * known and that may have changed: the thread map, refreshed since, knows
+ * the thread now (its frames can be read: a few tries at most, so that a
+ * state that cannot be copied does not cost a copy every tick), or has
+ * not been refreshed since (the thread may be one whose state the next
+ * refresh finds).  A thread still unknown to a refresh made after its
+ * sample runs no Python code: its sample stands. */
+bool py_process__sample_reusable(struct py_process *py, const struct capture *capture);
+
 /* After the merge, before recording: the Python labels of this thread's
  * sample.  Sets labels->gil ("true"/"false") for a Python thread whose GIL
  * bytes were copied, and labels->thread_name to threading.Thread.name when
- * known (the name table is re-read here at most every second when a thread
- * is missing from it, and every 10 s).  Leaves both alone otherwise.  The
+ * known (the name table is re-read here when a thread is missing from it
+ * or has no name yet, a few times within a third of a second, and every
+ * 10 s).  Leaves both alone otherwise.  The
  * strings live as long as the py_process. */
 void py_process__label(struct py_process *py, const struct capture *capture,
                        struct py_labels *labels);

@@ -12,6 +12,10 @@
  *   3.9/3.10  thread_id is the pthread_t, i.e. the address of glibc's
  *             struct pthread, whose tid field (GLIBC_PTHREAD_TID_OFFSET) is
  *             read and accepted only if it is one of the target's tids.
+ * Both are the target's own ids, which in a container (its own PID
+ * namespace) differ from ours: they are looked up among the target's ids
+ * (the caller's ns_tids, read from /proc once per thread) and the
+ * thread is then known by ours.
  *             A stopped thread is also matched exactly by its fs_base
  *             register, which on x86-64 glibc equals pthread_self().
  * The 3.11+ data-stack chunk address (what the stop window copies) and
@@ -28,6 +32,12 @@
 #include "util/array.h"
 #include "util/cleanup.h"
 
+/* The target's threads: our ids and theirs (in its PID namespace). */
+struct tid_map {
+        const pid_t *tids, *ns_tids;
+        size_t n;
+};
+
 static uint64_t u64_at(const uint8_t *data, uint64_t offset)
 {
         uint64_t value;
@@ -36,12 +46,13 @@ static uint64_t u64_at(const uint8_t *data, uint64_t offset)
         return value;
 }
 
-static bool known_tid(const pid_t *tids, size_t n, pid_t tid)
+/* Our id of the thread the target knows as `ns_tid`, or 0. */
+static pid_t our_tid(const struct tid_map *map, pid_t ns_tid)
 {
-        for (size_t i = 0; i < n; i++)
-                if (tids[i] == tid)
-                        return true;
-        return false;
+        for (size_t i = 0; i < map->n; i++)
+                if (map->ns_tids[i] == ns_tid)
+                        return map->tids[i];
+        return 0;
 }
 
 static const struct py_thread *old_entry(const struct py_thread *old, size_t n, uint64_t tstate,
@@ -67,7 +78,7 @@ static void read_chunk(pid_t pid, struct py_thread *t, uint64_t chunk, const str
 }
 
 static pid_t tid_of(pid_t pid, const struct py_offsets *o, const uint8_t *tstate, uint64_t pthread,
-                    const pid_t *tids, size_t n_tids)
+                    const struct tid_map *map)
 {
         int32_t tid = 0;
 
@@ -77,7 +88,7 @@ static pid_t tid_of(pid_t pid, const struct py_offsets *o, const uint8_t *tstate
                                                           &tid, sizeof(tid)) != sizeof(tid)) {
                 tid = 0;
         }
-        return tid > 0 && known_tid(tids, n_tids, tid) ? tid : 0;
+        return tid > 0 ? our_tid(map, tid) : 0;
 }
 
 static bool seen_tstate(const struct py_threads *threads, uint64_t tstate)
@@ -98,8 +109,8 @@ static int add_thread(struct py_threads *out, const struct py_thread *t)
 
 /* Reads one interpreter's list into `out`; returns its `next` or 0. */
 static int read_interp(struct py_threads *out, const struct py_thread *old, size_t n_old, pid_t pid,
-                       const struct py_runtime *runtime, uint64_t interp, const pid_t *tids,
-                       size_t n_tids, uint64_t *next)
+                       const struct py_runtime *runtime, uint64_t interp, const struct tid_map *map,
+                       uint64_t *next)
 {
         const struct py_offsets *o = runtime->offsets;
         uint8_t tstate[4096];
@@ -118,7 +129,7 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
                     u64_at(tstate, o->tstate_interp) != interp)
                         break;
                 t.pthread = u64_at(tstate, o->tstate_thread_id);
-                t.tid = tid_of(pid, o, tstate, t.pthread, tids, n_tids);
+                t.tid = tid_of(pid, o, tstate, t.pthread, map);
                 const struct py_thread *before = old_entry(old, n_old, address, t.pthread);
                 if (!t.tid && before)
                         t.tid = before->tid;
@@ -126,6 +137,8 @@ static int read_interp(struct py_threads *out, const struct py_thread *old, size
                         read_chunk(pid, &t, u64_at(tstate, o->tstate_datastack_chunk), o);
                 if (before && before->chunk == t.chunk && before->chunk_len == t.chunk_len)
                         t.chunk_used = before->chunk_used;
+                if (before)
+                        t.stateless = before->stateless;
                 if (add_thread(out, &t) < 0)
                         return -ENOMEM;
                 address = u64_at(tstate, o->tstate_next);
@@ -169,15 +182,15 @@ static void unmap_duplicate_tids(struct py_threads *threads)
 }
 
 int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_runtime *runtime,
-                        const pid_t *tids, size_t n_tids)
+                        const pid_t *tids, const pid_t *ns_tids, size_t n_tids)
 {
+        const struct tid_map map = {tids, ns_tids, n_tids};
         struct py_threads fresh = {0};
         uint64_t interp = py_runtime__first_interpreter(pid, runtime), next;
         int r = 0;
 
         for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next)
-                r = read_interp(&fresh, threads->v, threads->n, pid, runtime, interp, tids, n_tids,
-                                &next);
+                r = read_interp(&fresh, threads->v, threads->n, pid, runtime, interp, &map, &next);
         if (r < 0) {
                 free(fresh.v);
                 return r;

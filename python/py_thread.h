@@ -25,6 +25,9 @@ struct py_thread {
         size_t chunk_len;
         size_t chunk_used; /* its used part at the last capture, 0 = unknown */
         uint64_t gil;      /* GIL bytes copied with the tstate (py_gil), 0 = none */
+        /* Samples in a row taken without its state while it was known
+         * (py_process__sample_reusable). */
+        unsigned int stateless;
 };
 
 struct py_threads {
@@ -34,10 +37,12 @@ struct py_threads {
 
 /* Re-reads every interpreter's thread list (bounded, cycle-safe) and maps
  * thread states to OS threads: native_thread_id on 3.11+; on 3.9/3.10 the
- * tid glibc keeps in struct pthread (thread_id is the pthread_t), checked
- * against `tids`.  Mappings learned from fs_base are kept.  0 or -errno. */
+ * tid glibc keeps in struct pthread (thread_id is the pthread_t).  Both
+ * are ids in the target's own PID namespace: one is accepted only if it is
+ * in `ns_tids`, and stands for the tid at the same index of `tids` (ours).
+ * Mappings learned from fs_base are kept.  0 or -errno. */
 int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_runtime *runtime,
-                        const pid_t *tids, size_t n_tids);
+                        const pid_t *tids, const pid_t *ns_tids, size_t n_tids);
 void py_threads__clear(struct py_threads *threads);
 
 /* The thread state of `tid`; when unknown and fs_base is not 0 (a stopped

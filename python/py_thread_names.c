@@ -10,8 +10,8 @@
  * address of _active is kept: threading never replaces that dict (after a
  * fork it clears and refills it), so later refreshes read only it and the
  * threads.  The table is re-read after the resume, never per sample: by
- * the caller, when a thread's ident is missing (at most every
- * PY_NAMES_RETRY_NS) and every PY_NAMES_REFRESH_NS for renames.  An ident
+ * the caller, when a thread's ident is missing or has no name yet (a few
+ * times, spaced out) and every PY_NAMES_REFRESH_NS for renames.  An ident
  * is remembered with the OS thread it was first seen on; pthread_t values
  * are reused, so on another OS thread the name is not trusted until the
  * next refresh.  Python threads threading does not know get an empty
@@ -97,24 +97,37 @@ static bool known_ident(const struct collect *c, uint64_t ident)
         return false;
 }
 
-/* Python threads threading does not list (started by _thread, in another
- * interpreter, not yet registered) get an empty name: comm is used and
- * they do not trigger a refresh each time they are sampled. */
-static void add_unnamed(struct collect *c)
-{
-        for (size_t i = 0; i < c->threads->n && c->n < PY_THREAD_NAMES_MAX; i++) {
-                const struct py_thread *t = &c->threads->v[i];
-                if (!t->pthread || known_ident(c, t->pthread))
-                        continue;
-                c->v[c->n++] = (struct py_thread_name){.ident = t->pthread, .tid = t->tid};
-        }
-}
-
 static int by_ident(const void *a, const void *b)
 {
         const struct py_thread_name *x = a, *y = b;
 
         return x->ident < y->ident ? -1 : x->ident > y->ident;
+}
+
+/* The entry of `ident` in a sorted table, or NULL. */
+static struct py_thread_name *entry_of(const struct py_thread_names *names, uint64_t ident)
+{
+        struct py_thread_name key = {.ident = ident};
+
+        return names->n ? bsearch(&key, names->v, names->n, sizeof(*names->v), by_ident) : NULL;
+}
+
+/* Python threads threading does not list (started by _thread, in another
+ * interpreter, not yet registered) get an empty name: comm is used and
+ * they do not trigger a refresh each time they are sampled.  Each counts
+ * the refreshes in a row that missed it (the caller retries a new thread,
+ * which registers a moment after its thread state exists, a few times). */
+static void add_unnamed(struct collect *c, const struct py_thread_names *old)
+{
+        for (size_t i = 0; i < c->threads->n && c->n < PY_THREAD_NAMES_MAX; i++) {
+                const struct py_thread *t = &c->threads->v[i];
+                if (!t->pthread || known_ident(c, t->pthread))
+                        continue;
+                const struct py_thread_name *before = entry_of(old, t->pthread);
+                unsigned int misses = before && before->misses ? before->misses + 1 : 1;
+                c->v[c->n++] =
+                    (struct py_thread_name){.ident = t->pthread, .tid = t->tid, .misses = misses};
+        }
 }
 
 void py_thread_names__refresh(struct py_thread_names *names, pid_t pid,
@@ -133,7 +146,7 @@ void py_thread_names__refresh(struct py_thread_names *names, pid_t pid,
                 names->active = 0; /* look it up again next time */
                 c.n = 0;
         }
-        add_unnamed(&c);
+        add_unnamed(&c, names);
         qsort(c.v, c.n, sizeof(*c.v), by_ident); /* for py_thread_names__find */
         free(names->v);
         names->v = c.n ? realloc(c.v, c.n * sizeof(*c.v)) : NULL;
@@ -142,17 +155,16 @@ void py_thread_names__refresh(struct py_thread_names *names, pid_t pid,
         names->n = c.n;
 }
 
-const char *py_thread_names__find(struct py_thread_names *names, uint64_t ident, pid_t tid)
+const struct py_thread_name *py_thread_names__find(struct py_thread_names *names, uint64_t ident,
+                                                   pid_t tid)
 {
-        struct py_thread_name key = {.ident = ident};
-        struct py_thread_name *entry =
-            names->n ? bsearch(&key, names->v, names->n, sizeof(*names->v), by_ident) : NULL;
+        struct py_thread_name *entry = entry_of(names, ident);
 
         if (!entry)
                 return NULL;
         if (entry->tid == 0)
                 entry->tid = tid;
-        return entry->tid == tid ? entry->name : NULL;
+        return entry->tid == tid ? entry : NULL;
 }
 
 void py_thread_names__clear(struct py_thread_names *names)

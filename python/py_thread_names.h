@@ -15,6 +15,9 @@
 struct py_thread_name {
         uint64_t ident; /* threading.get_ident() */
         pid_t tid;      /* OS thread it was seen on, 0 until known */
+        /* Refreshes in a row that found the thread without a threading
+         * name (an empty entry); 0 for a named one. */
+        unsigned int misses;
         char name[PY_THREAD_NAME_MAX + 1];
 };
 
@@ -32,9 +35,11 @@ void py_thread_names__refresh(struct py_thread_names *names, pid_t pid,
                               const struct py_runtime *runtime, const struct py_threads *threads,
                               uint64_t now_ns);
 
-/* The name of the thread `ident` running as OS thread `tid`: "" for a
- * Python thread threading does not name, NULL when the ident is not in the
- * table or now belongs to another OS thread (time to refresh). */
-const char *py_thread_names__find(struct py_thread_names *names, uint64_t ident, pid_t tid);
+/* The entry of the thread `ident` running as OS thread `tid`: its name is
+ * "" for a Python thread threading does not name (yet: see misses); NULL
+ * when the ident is not in the table or now belongs to another OS thread
+ * (time to refresh). */
+const struct py_thread_name *py_thread_names__find(struct py_thread_names *names, uint64_t ident,
+                                                   pid_t tid);
 
 void py_thread_names__clear(struct py_thread_names *names);

@@ -191,6 +191,43 @@ def test_c_writer(profd, start_target_lines):
         check_no_span_work(prof.samples, tid, "out_span_work")
 
 
+UNSHARE = ["/usr/bin/unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+
+
+def unshared_child(pid):
+    """(pid of unshare's child, {its threads' ids inside its PID namespace: ours})."""
+    child = int(Path(f"/proc/{pid}/task/{pid}/children").read_text().split()[0])
+    ours = {}
+    for task in Path(f"/proc/{child}/task").iterdir():
+        nspid = next(l for l in (task / "status").read_text().splitlines() if l.startswith("NSpid:"))
+        ours[int(nspid.split()[-1])] = int(task.name)
+    return child, ours
+
+
+def test_c_writer_in_its_own_pid_namespace(profd, start_target_lines):
+    """A container's threads write their own ids (the namespace's) into their
+    slots; the C writer's OTEP 4947 record needs none, its slot does."""
+    target, lines = start_target_lines([*UNSHARE, CTX_TARGETS / "ctx_c_spans"], 2)
+    pid, ours = unshared_child(target.pid)
+    report = {int(tid): (trace, span) for tid, trace, span in (line.split() for line in lines)}
+    assert all(ours[tid] != tid for tid in report), (report, ours)
+    _, prof = profd.profile([pid], duration=2.5, interval=10)
+    for tid, ids in report.items():
+        check_span_work(prof.samples, ours[tid], "in_span_work", ids)
+        check_no_span_work(prof.samples, ours[tid], "out_span_work")
+
+
+def test_python_writer_in_its_own_pid_namespace(profd, start_app_reported, writer_path):
+    """The Python writer has only its slots, which name threads by the container's ids."""
+    target, report = start_app_reported([*UNSHARE, sys.executable, APPS / "py_spans.py"], app_env(writer_path))
+    pid, ours = unshared_child(target.pid)
+    for name in ("a", "b"):
+        assert ours[report[name]["tid"]] != report[name]["tid"], (report, ours)
+        report[name]["tid"] = ours[report[name]["tid"]]
+    _, prof = profd.profile([pid], duration=3, interval=10)
+    check_two_threads(prof.samples, report)
+
+
 def test_c_writer_installs_with_pkg_config(tmp_path):
     """meson install, then build a program with `pkg-config splunk-profd-context` only."""
     destdir = tmp_path / "dest"

@@ -1,7 +1,10 @@
 /* Unit test of the /proc stat readers; the kernel is the oracle.  A
  * mapping made and unmapped by the test must move vsize, read through a
  * thread's stat file, by at least its size; startcode must lie at or
- * below this test's own main(). */
+ * below this test's own main().  The NSpid parser gets the status lines of
+ * a thread in a nested PID namespace, in /proc's own, and of old kernels;
+ * this thread's own id must come back as itself, not nested. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -12,6 +15,23 @@
 #include "check.h"
 
 #define MAPPING_BYTES (64ull << 20)
+
+static void check_ns_tid(void)
+{
+        pid_t tid = (pid_t)syscall(SYS_gettid);
+        bool nested = true;
+
+        CHECK(proc_status__ns_tid("Name:\tx\nNSpid:\t4242\t17\nNSpgid:\t1\n", 4242, &nested) == 17);
+        CHECK(nested);
+        CHECK(proc_status__ns_tid("Name:\tx\nNSpid:\t4242\n", 4242, &nested) == 4242);
+        CHECK(!nested);
+        CHECK(proc_status__ns_tid("Name:\tx\nPid:\t4242\n", 4242, &nested) == 4242);
+        CHECK(!nested);
+        CHECK(proc_status__ns_tid("Name:\tx\nNSpid:\t\nNSpgid:\t5\n", 4242, &nested) == 0);
+        CHECK(proc_status__ns_tid("Name:\tx\nNSpid:\t4242\t-3\n", 4242, &nested) == 0);
+        CHECK(proc_thread__ns_tid(getpid(), tid, &nested) == tid);
+        CHECK(!nested);
+}
 
 int main(void)
 {
@@ -32,6 +52,7 @@ int main(void)
         proc_thread_files__close(&files);
         CHECK(proc_process__start_code(getpid()) != 0);
         CHECK(proc_process__start_code(getpid()) <= (uint64_t)(uintptr_t)&main);
+        check_ns_tid();
         fprintf(stderr, "vsize %llu -> %llu -> %llu: ok\n", (unsigned long long)before,
                 (unsigned long long)during, (unsigned long long)after);
         return 0;

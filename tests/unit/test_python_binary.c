@@ -1,7 +1,8 @@
 /* test_python_binary.c — unit tests for python/py_binary.c: processes of
  * one CPython binary share one py_binary, read from its file once; a copy
  * of the file (same build-id) shares it too; another binary gets its own;
- * and a binary is freed with the last process running it.
+ * and a binary is freed with the last process running it.  PY_VERSION
+ * strings parse to their PY_VERSION_HEX.
  *
  * Real interpreters: the host's /usr/bin/python3.11 and, when
  * scripts/setup-pythons.sh has made it, the 3.13 chroot of the test
@@ -99,6 +100,38 @@ static void copy_file(const char *from, const char *to)
         close(out);
 }
 
+/* PY_VERSION strings as 3.9 and 3.10 binaries hold them, and look-alikes. */
+static void check_parse_version(void)
+{
+        static const struct {
+                const char *text;
+                uint32_t hex;
+        } cases[] = {
+            {"3.9.2", 0x030902f0},
+            {"3.10.12", 0x030a0cf0},
+            {"3.10.0rc2", 0x030a00c2},
+            {"3.9.0a4", 0x030900a4},
+            {"3.9.0b1", 0x030900b1},
+            {"3.9.2+", 0x030902f0},
+            {"3.2.0", 0x030200f0},
+            {"3.9", 0},
+            {"3.9.", 0},
+            {"3.9.2 (main)", 0},
+            {"3.9.2r1", 0},
+            {"3.100.1", 0},
+            {"13.0.0", 0},
+            {"3.9.2x", 0},
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                uint32_t hex = py_binary__parse_version(cases[i].text, strlen(cases[i].text));
+                if (hex != cases[i].hex)
+                        fprintf(stderr, "%s: 0x%08x, want 0x%08x\n", cases[i].text, hex,
+                                cases[i].hex);
+                CHECK(hex == cases[i].hex);
+        }
+}
+
 int main(void)
 {
         char *host[] = {HOST_PYTHON, "-c", IDLE_SCRIPT, NULL};
@@ -112,6 +145,7 @@ int main(void)
         struct stat st;
 
         CHECK(s);
+        check_parse_version();
         if (getenv("TEST_DEBUG"))
                 log_set_level(LOG_LEVEL_DEBUG);
         if (access(HOST_PYTHON, X_OK) != 0) {
