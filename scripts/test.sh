@@ -41,7 +41,7 @@ if ! wait "$collector"; then
 fi
 
 echo "== integration tests, normal build"
-SPLUNK_PROFD_BUILD=build python3 -m pytest -q tests
+SPLUNK_PROFD_BUILD=build python3 -m pytest -q --durations=15 tests
 echo "== integration tests, ASan+UBSan build"
-SPLUNK_PROFD_BUILD=build-asan SPLUNK_PROFD=build-asan/splunk-profd python3 -m pytest -q tests
+SPLUNK_PROFD_BUILD=build-asan SPLUNK_PROFD=build-asan/splunk-profd python3 -m pytest -q --durations=15 tests
 python3 bench/run.py --quick --build build  # benchmark harness smoke run: every cell a number, no timing assertions
