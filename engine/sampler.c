@@ -515,13 +515,16 @@ static void unwind_capture(struct registry *registry, struct target *target, str
         /* Taken before its Python frames could be read: read it again. */
         thread->last_stack_valid =
             !profiled->python || py_process__sample_reusable(profiled->python, &thread->capture);
-        /* An idle thread reuses this stack, unless a bigger copy could
-         * complete it next time. */
-        thread->idle_key_valid =
-            thread->capture.kind == CAPTURE_BLOCKED && !grown && thread->last_stack_valid;
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
                              stack->end == UNWIND_NEEDS_REGISTERS &&
                              syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
+        /* An idle thread reuses this stack, unless a bigger copy could
+         * complete it next time, or a stop is to complete it: the re-stop
+         * sets the key when it lands (keep_idle_key), and one that did not
+         * arrive in time is tried again next tick instead of leaving the
+         * partial stack in place for as long as the thread sleeps. */
+        thread->idle_key_valid = thread->capture.kind == CAPTURE_BLOCKED && !grown &&
+                                 thread->last_stack_valid && !thread->needs_stop;
 }
 
 /* Hands one recorded sample to the dump/top sink (sample_sink.h). */
