@@ -68,7 +68,7 @@ static void refresh_segment(struct context_reader *reader, struct target *target
 void context_reader__init(struct context_reader *reader, pid_t pid)
 {
         memset(reader, 0, sizeof(*reader));
-        reader->pid = pid;
+        reader->pid = reader->mem_pid = pid;
         reader->ns_pid = read_ns_pid(pid);
         process_context__init(&reader->process, pid);
         thread_context__init(&reader->tls, pid);
@@ -139,7 +139,7 @@ static void reader__warn(struct context_reader *reader, uint64_t address, const 
 static const char *reader__check_at(struct context_reader *reader, uint64_t address,
                                     uint64_t mapped_len, struct context_header *header)
 {
-        ssize_t n = remote_memory__read(reader->pid, address, header, sizeof(*header));
+        ssize_t n = remote_memory__read(reader->mem_pid, address, header, sizeof(*header));
 
         if (n != (ssize_t)sizeof(*header))
                 return "unreadable";
@@ -179,7 +179,7 @@ static bool reader__discover(struct context_reader *reader, struct target *targe
         uint64_t bad_at = 0;
         bool line_start = true, any = false;
 
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int)reader->pid);
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)reader->mem_pid);
         maps = fopen(path, "re");
         for (int n = 0; maps && n < MAPS_MAX_LINES && fgets(line, sizeof(line), maps); n++) {
                 bool candidate = false;
@@ -255,8 +255,8 @@ static bool reader__index(struct context_reader *reader, struct target *target)
 
         if (!slots || !keys)
                 return false;
-        if (remote_memory__read(reader->pid, reader->segment + CONTEXT_HEADER_SIZE, slots, len) !=
-            (ssize_t)len) {
+        if (remote_memory__read(reader->mem_pid, reader->segment + CONTEXT_HEADER_SIZE, slots,
+                                len) != (ssize_t)len) {
                 reader__warn(reader, reader->segment, "slots unreadable");
                 reader__forget(reader, target);
                 return true;
@@ -318,8 +318,11 @@ static bool reader__index_allowed(const struct context_reader *reader, const str
 bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
                              bool rediscover, uint64_t maps_generation)
 {
-        bool changed =
-            process_context__refresh(&reader->process, now_ns, rediscover, maps_generation);
+        bool changed;
+
+        /* The leader called pthread_exit: read through a live thread. */
+        reader->mem_pid = reader->process.pid = reader->tls.pid = target->mem_pid;
+        changed = process_context__refresh(&reader->process, now_ns, rediscover, maps_generation);
 
         thread_context__refresh(&reader->tls, now_ns, rediscover, maps_generation);
         refresh_segment(reader, target, now_ns, rediscover, maps_generation);

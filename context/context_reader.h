@@ -24,6 +24,7 @@
 
 struct context_reader {
         pid_t pid;
+        pid_t mem_pid;       /* whose maps and memory are read: target->mem_pid */
         pid_t ns_pid;        /* the target's pid in its own namespace (NSpid) */
         uint64_t segment;    /* header address in the target, 0: none */
         uint64_t mapped_len; /* length of its mapping */

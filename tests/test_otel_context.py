@@ -10,6 +10,7 @@ package (the process context only)."""
 
 import json
 import os
+import time
 import re
 import subprocess
 import sys
@@ -177,6 +178,25 @@ def test_c_writer_publishes_the_standards(profd, start_lines, variant):
     assert re.search(rf"OpenTelemetry thread context: otel_thread_ctx_v1 in \S*{module}", result.stderr), result.stderr
     assert re.search(r"OpenTelemetry process context: 1 resource attributes, 0 thread attribute keys, "
                      r"schema tlsdesc_v1_dev", result.stderr), result.stderr
+    for tid, trace, span in (line.split() for line in lines):
+        check_span_work(prof.samples, int(tid), "in_span_work", (trace, span))
+        check_no_span_work(prof.samples, int(tid), "out_span_work")
+
+
+@pytest.mark.parametrize("variant", ["library", "no-segment"])
+def test_spans_read_after_the_main_thread_exited(profd, start_lines, variant):
+    """The leader called pthread_exit: its /proc entry has no maps or
+    memory, and every reader (our segment, OTEP 4947 records, the process
+    context) goes through a live thread."""
+    argv, _ = C_WRITERS[variant]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPLUNK_"))}
+    env["CTX_MAIN_EXITS"] = "1"
+    target, lines = start_lines(argv, 2, env=env)
+    deadline = time.monotonic() + 5
+    while not Path(f"/proc/{target.pid}/status").read_text().count("State:\tZ"):
+        assert time.monotonic() < deadline, "the main thread did not exit"
+        time.sleep(0.02)
+    result, prof = profd.profile([target.pid], duration=2.5, interval=10)
     for tid, trace, span in (line.split() for line in lines):
         check_span_work(prof.samples, int(tid), "in_span_work", (trace, span))
         check_no_span_work(prof.samples, int(tid), "out_span_work")

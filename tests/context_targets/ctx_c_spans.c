@@ -4,11 +4,16 @@
  * splunk_profd_context_clear().  Ids have leading zero bytes on purpose.
  * Prints one line per thread, "TID TRACE_HEX SPAN_HEX", then "ready".
  *
+ * With CTX_MAIN_EXITS=1 in the environment the main thread calls
+ * pthread_exit after "ready": the workers run on under a zombie leader.
+ *
  * Built with CTX_DLOPEN (ctx_c_spans_dlopen LIB): the writer library is
  * not linked but loaded with dlopen, so its TLS is a dlopen'ed module's. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,6 +120,8 @@ int main(int argc, char **argv)
         printf("ready\n");
         fflush(stdout);
         pthread_mutex_unlock(&print_lock);
+        if (getenv("CTX_MAIN_EXITS") && strcmp(getenv("CTX_MAIN_EXITS"), "1") == 0)
+                pthread_exit(NULL);
         pthread_join(threads[0], NULL);
         return 0;
 }
