@@ -111,6 +111,8 @@ void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread
         thread->captured = capture__copy_registers_and_stack(&thread->capture) == 0;
         if (thread->captured && python && !python_copied)
                 (void)py_process__capture(python, &thread->capture, true);
+        if (thread->captured && python)
+                py_process__capture_frames(python, &thread->capture);
         if (thread->captured && profiled)
                 context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
@@ -367,8 +369,10 @@ static void sample_blocked(struct registry *registry, struct target *target, str
         for (int attempt = 0; attempt < 2; attempt++) {
                 if (capture__from_blocked(&thread->capture, target->pid, thread->tid, &before) < 0)
                         break;
-                if (profiled && profiled->python)
+                if (profiled && profiled->python) {
                         (void)py_process__capture(profiled->python, &thread->capture, true);
+                        py_process__capture_frames(profiled->python, &thread->capture);
+                }
                 if (profiled)
                         context_reader__capture(&profiled->context, thread); /* blocked: stable */
                 if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||

@@ -24,6 +24,10 @@
  *            copied (plus CHUNK_SLACK); if the copied tstate's
  *            datastack_top says the stack has grown past that, the chunk
  *            is copied again up to the top, still in the stop window.
+ *   capture_frames (still in the stop window, after the registers and
+ *            stack) copies the frames of the chain none of these copies
+ *            holds: generator and coroutine frames, bounded
+ *            (py_frame_copy.c).
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied
@@ -59,6 +63,7 @@
 
 #include "python/py_code.h"
 #include "python/py_frame.h"
+#include "python/py_frame_copy.h"
 #include "python/py_gil.h"
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
@@ -171,7 +176,7 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
         if (o->tstate_datastack_chunk)
                 chunk = t && t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
                                                                           : PY_CHUNK_COPY_MAX;
-        return o->tstate_size + PY_GIL_REGION_MAX + chunk + o->frame_size;
+        return o->tstate_size + PY_GIL_REGION_MAX + chunk + o->frame_size + py_frame_copy__bytes(o);
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -282,6 +287,16 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 (void)capture__copy_interp(capture, &frame, &len, 1);
         }
         return true;
+}
+
+void py_process__capture_frames(struct py_process *py, struct capture *capture)
+{
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+        struct py_walk walk = {.runtime = &py->runtime, .capture = capture};
+
+        if (!t || capture->interp.n_regions == 0)
+                return;
+        (void)py_frame_copy__chain(&py->runtime, capture, py_frame__top(&walk, t->tstate));
 }
 
 /* A class holds for a whole function: the ELF symbol holding `pc` (from

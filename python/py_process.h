@@ -42,6 +42,14 @@ void py_process__free(struct py_process *py);
  * again once they are.  Otherwise true. */
 bool py_process__capture(struct py_process *py, struct capture *capture, bool registers_read);
 
+/* Inside the stop window, after py_process__capture and after the
+ * registers and native stack were copied (a stopped or a blocked thread):
+ * copies the frames of the thread's chain that neither copy holds, at most
+ * PY_FRAME_COPY_MAX (python/py_frame_copy.h), each one process_vm_readv.
+ * Without them a coroutine or generator frame read after the resume has
+ * mostly yielded and lost its link to its caller. */
+void py_process__capture_frames(struct py_process *py, struct capture *capture);
+
 /* After the resume (cheap; call it before each merge): refreshes the
  * tstate <-> tid map when a sampled thread was unmapped (at most every
  * PY_THREADS_RETRY_NS) or every PY_THREADS_REFRESH_NS, and sizes `thread`'s
