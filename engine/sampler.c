@@ -629,6 +629,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
                 py_process__label(profiled->python, &thread->capture, &labels);
                 record.gil = labels.gil;
                 record.python_thread_name = labels.thread_name;
+                record.asyncio_task = labels.asyncio_task;
         }
         struct context_span span;
         if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {

@@ -61,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "python/py_asyncio.h"
 #include "python/py_code.h"
 #include "python/py_frame.h"
 #include "python/py_frame_copy.h"
@@ -109,6 +110,7 @@ struct py_process {
         struct py_code_cache codes;
         struct py_threads threads;
         struct py_thread_names names;
+        struct py_asyncio asyncio;
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         struct py_walk_scratch *scratch; /* shared by every process */
@@ -146,6 +148,8 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
         py_code_cache__init(&py->codes, pid, py->runtime.offsets, py->runtime.code_type,
                             &py->strings);
         py->unmapped_seen = true;
+        py_asyncio__init(&py->asyncio, pid, &py->runtime, &py->strings);
+        py_asyncio__prepare(&py->asyncio, monotonic_ns());
         return py;
 }
 
@@ -176,7 +180,8 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
         if (o->tstate_datastack_chunk)
                 chunk = t && t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
                                                                           : PY_CHUNK_COPY_MAX;
-        return o->tstate_size + PY_GIL_REGION_MAX + chunk + o->frame_size + py_frame_copy__bytes(o);
+        return o->tstate_size + PY_GIL_REGION_MAX + py_asyncio__bytes() + chunk + o->frame_size +
+               py_frame_copy__bytes(o);
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -201,6 +206,7 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
         if (target && ((py->unmapped_seen && elapsed >= PY_THREADS_RETRY_NS) ||
                        elapsed >= PY_THREADS_REFRESH_NS))
                 refresh_threads(py, target, now_ns);
+        py_asyncio__prepare(&py->asyncio, now_ns);
         if (!thread)
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
@@ -233,8 +239,8 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
         bool stopped = capture->kind == CAPTURE_STOPPED;
         uint64_t fs_base = stopped && registers_read ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
-        uint64_t addresses[3];
-        size_t lens[3], n = 0, chunk_copied = 0;
+        uint64_t addresses[3 + PY_ASYNCIO_REGIONS];
+        size_t lens[3 + PY_ASYNCIO_REGIONS], n = 0, chunk_copied = 0;
 
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t && stopped && !registers_read)
@@ -249,6 +255,8 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 addresses[n] = t->gil;
                 lens[n++] = py_gil__region_len(o);
         }
+        /* Which asyncio task runs (py_asyncio), in the same read. */
+        n += py_asyncio__regions(&py->asyncio, t, addresses + n, lens + n);
         if (t->chunk) {
                 /* Only the part in use at the last capture, and some: a
                  * 100-frame stack uses ~11 KiB of a 16 KiB chunk, a
@@ -277,6 +285,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                         (void)capture__copy_interp(capture, &t->chunk, &len, 1);
                 }
         }
+        py_asyncio__capture_keys(&py->asyncio, capture);
         if (o->model != PY_FRAMES_OBJECTS)
                 return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
@@ -472,6 +481,9 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         /* Kept with the stack: an idle thread's reused sample is labelled
          * after its copy was given back, and it has not run since. */
         out->gil = t ? gil_label(py, t, capture) : NULL;
+        out->asyncio_task = t && capture->interp.n_regions > 0
+                                ? py_asyncio__task_name(&py->asyncio, t, capture, walk.now_ns)
+                                : NULL;
         if (walk.n_frames == 0 || !space)
                 return out;
         if (ARRAY_RESERVE(py->classes, py->classes_capacity, native->n_pcs) < 0)
@@ -519,4 +531,5 @@ void py_process__label(struct py_process *py, const struct capture *capture,
         name = python_name(py, t, capture->tid);
         if (name && *name)
                 labels->thread_name = name;
+        labels->asyncio_task = merged ? merged->asyncio_task : NULL;
 }

@@ -17,8 +17,9 @@ struct address_space;
 
 /* The Python labels of one sample (py_process__label); NULL = none. */
 struct py_labels {
-        const char *gil;         /* thread.gil: "true" or "false" */
-        const char *thread_name; /* threading.Thread.name */
+        const char *gil;          /* thread.gil: "true" or "false" */
+        const char *thread_name;  /* threading.Thread.name */
+        const char *asyncio_task; /* asyncio.task.name: the running task's name */
 };
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
@@ -70,7 +71,9 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
  * sample.  Sets labels->gil ("true"/"false") for a Python thread whose GIL
  * bytes were copied, and labels->thread_name to threading.Thread.name when
  * known (the name table is re-read here at most every second when a thread
- * is missing from it, and every 10 s).  Leaves both alone otherwise.  The
+ * is missing from it, and every 10 s), and labels->asyncio_task to the
+ * name of the asyncio task it ran at the capture (python/py_asyncio.h).
+ * Leaves them alone otherwise.  The
  * strings live as long as the py_process. */
 void py_process__label(struct py_process *py, const struct capture *capture,
                        struct py_labels *labels);

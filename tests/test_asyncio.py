@@ -7,8 +7,14 @@ Whole stacks: a coroutine's or generator's frame lives outside the data
 stack and loses its link to its caller when it yields, which a task that
 switches every 20 us does long before a walk after the resume reads it;
 the stop window copies those frames (python/py_frame_copy.c).  Before
-that, 85% of these samples ended in [merge failed]."""
+that, 85% of these samples ended in [merge failed].
 
+The running task: a sample of a thread running an asyncio task carries
+asyncio.task.name (python/py_asyncio.c), read from what the stop window
+copied, so a task switching every few hundred microseconds still gets
+its own name."""
+
+import collections
 import contextlib
 import json
 import shutil
@@ -18,6 +24,8 @@ import pytest
 from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, Target, functions
 
 SWITCH = PYTHON_TARGETS / "asyncio_switch.py"
+TASKS = PYTHON_TARGETS / "asyncio_tasks.py"
+TASK_LABEL = "asyncio.task.name"
 MERGE_FAILED = "[merge failed]"
 MAX_FAILED_SHARE = 0.001
 INTERVAL = 2
@@ -34,6 +42,7 @@ def running(interpreter, script, *args):
         target.wait_ready(timeout=30)
         info = json.loads(target.readline(timeout=10))
         assert info["version"].startswith("%d.%d." % interpreter.minor), (interpreter, info)
+        target.info = info
         yield target
     finally:
         target.kill()
@@ -87,3 +96,25 @@ def test_generator_context_manager_has_whole_stacks(name, pythons, profd):
     for s in in_managed:
         names = functions(s)
         assert "with_managed" in names[names.index("managed"):], names
+
+
+@pytest.mark.parametrize("name", PYTHON_NAMES)
+def test_samples_carry_the_running_task_name(name, pythons, profd):
+    """Three tasks take turns every 100-300 us: at least 99% of the samples
+    in each task's own coroutine carry that task's name (a default-named
+    task its Task-N), and a thread without an event loop carries none."""
+    with running(pythons[name], TASKS) as target:
+        gamma = target.info["gamma"]
+        result, profile = profd.profile([target.pid], duration=DURATION, interval=INTERVAL)
+    summary = profile.summary_line
+    for function, task in (("alpha_work", "alpha"), ("beta_work", "beta"), ("gamma_work", gamma)):
+        mine = [s for s in profile.samples if function in functions(s)]
+        assert len(mine) >= 20, f"{len(mine)} samples in {function} ({summary})"
+        labelled = [s for s in mine if s["labels"].get(TASK_LABEL) == [task]]
+        others = collections.Counter(tuple(s["labels"].get(TASK_LABEL, ())) for s in mine)
+        assert len(labelled) >= 0.99 * len(mine), (
+            f"only {len(labelled)}/{len(mine)} samples in {function} carry {TASK_LABEL}={task}: {others}"
+        )
+    plain = [s for s in profile.samples if "plain_spin" in functions(s)]
+    assert plain, summary
+    assert not [s for s in plain if TASK_LABEL in s["labels"]], "a thread without a loop got a task label"

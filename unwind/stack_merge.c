@@ -76,6 +76,7 @@ struct merged_stack *merged_stack__new(size_t capacity)
         stack->capacity = capacity;
         stack->truncated = stack->failed = stack->has_thread_ident = false;
         stack->thread_ident = 0;
+        stack->gil = stack->asyncio_task = NULL;
         return stack;
 }
 

@@ -55,8 +55,9 @@ struct merged_stack {
         bool truncated; /* some frames are missing (label thread.stack.truncated) */
         bool failed;    /* the counts did not line up */
         bool has_thread_ident;
-        uint64_t thread_ident; /* Python's threading.get_ident() of the thread */
-        const char *gil;       /* "true"/"false": held at the capture; NULL unknown */
+        uint64_t thread_ident;    /* Python's threading.get_ident() of the thread */
+        const char *gil;          /* "true"/"false": held at the capture; NULL unknown */
+        const char *asyncio_task; /* the running asyncio task's name; NULL none */
         struct merged_frame frames[];
 };
 
