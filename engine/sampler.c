@@ -624,8 +624,8 @@ static void record_thread(struct registry *registry, struct target *target, stru
 
         if (merged && merged->has_thread_ident)
                 record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
+        struct py_labels labels = {0};
         if (profiled->python) { /* thread.gil, and threading's thread.name */
-                struct py_labels labels = {0};
                 py_process__label(profiled->python, &thread->capture, &labels);
                 record.gil = labels.gil;
                 record.python_thread_name = labels.thread_name;
@@ -636,6 +636,11 @@ static void record_thread(struct registry *registry, struct target *target, stru
                 record.trace_id = span.trace_id;
                 record.span_id = span.span_id;
                 record.span_attributes = &span.record;
+        }
+        if (labels.task_span) { /* the running asyncio task's own span */
+                record.trace_id = labels.trace_id;
+                record.span_id = labels.span_id;
+                record.span_attributes = NULL;
         }
         if (span.internal && !registry->include_internal_stacks)
                 return; /* the telemetry SDK's own thread */

@@ -232,11 +232,12 @@ static const char *decode_name(struct py_asyncio *a, uint64_t object)
 }
 
 const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *t,
-                                  const struct capture *capture, uint64_t now_ns)
+                                  const struct capture *capture, uint64_t now_ns, uint64_t *out)
 {
         uint64_t task = 0, object;
         struct py_asyncio_name *slot;
 
+        *out = 0;
         py_asyncio__prepare(a, now_ns);
         if (!a->have_offsets)
                 return NULL;
@@ -251,6 +252,7 @@ const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *
         if (!plausible(task) || !read_word(a->pid, task + a->offsets.task_name, &object) ||
             !plausible(object))
                 return NULL;
+        *out = task;
         slot = &a->names[((task >> 4) * 0x9e3779b97f4a7c15ull) >> 58];
         if (slot->task != task || slot->object != object || !slot->name)
                 *slot = (struct py_asyncio_name){

@@ -71,10 +71,10 @@ void py_asyncio__capture_keys(struct py_asyncio *a, struct capture *capture);
 /* Interpreter-buffer bytes those regions take, at most. */
 size_t py_asyncio__bytes(void);
 
-/* After the resume: the name of the task `t` was running at the capture,
- * or NULL (not in a task, not known yet, or a layout we do not know).  May
- * look up the module (as py_asyncio__prepare),
- * an event loop's thread and the task's name object (one read, plus the
- * str when it changed).  The string lives as long as `strings`. */
+/* After the resume: the name of the task `t` was running at the capture
+ * (and in *task the task's address, 0 when none is known), or NULL (not in a task, not known yet,
+ * or a layout we do not know).  May look up the module (as py_asyncio__prepare), an event loop's
+ * thread and the task's name object (one read, plus the str when it changed).  The string lives as
+ * long as `strings`. */
 const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *t,
-                                  const struct capture *capture, uint64_t now_ns);
+                                  const struct capture *capture, uint64_t now_ns, uint64_t *task);

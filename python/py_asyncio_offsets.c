@@ -45,7 +45,8 @@ bool py_asyncio_offsets__for_minor(unsigned int minor, struct py_asyncio_offsets
                         continue;
                 *out = (struct py_asyncio_offsets){.task_size = table[i].size,
                                                    .task_name = table[i].name,
-                                                   .task_coro = table[i].name - 8};
+                                                   .task_coro = table[i].name - 8,
+                                                   .task_context = table[i].name + 8};
                 return true;
         }
         return false;
@@ -91,13 +92,14 @@ static bool candidate(const char *path)
 static int parse(const uint64_t *w, struct py_asyncio_offsets *out)
 {
         /* w[0..6] task object, w[7..8] interpreter state, w[9..12] thread state */
-        if (w[0] < 64 || w[0] > TASK_SIZE_MAX || w[1] + 8 > w[0] || w[5] + 8 > w[0] || (w[1] & 7) ||
-            (w[5] & 7) || w[9] < 64 || w[9] > THREAD_SIZE_MAX || w[10] + 8 > w[9] ||
-            w[11] + 8 > w[9] || (w[10] & 7) || (w[11] & 7))
+        if (w[0] < 64 || w[0] > TASK_SIZE_MAX || w[1] + 8 > w[0] || w[5] + 8 > w[0] ||
+            w[1] + 16 > w[0] || (w[1] & 7) || (w[5] & 7) || w[9] < 64 || w[9] > THREAD_SIZE_MAX ||
+            w[10] + 8 > w[9] || w[11] + 8 > w[9] || (w[10] & 7) || (w[11] & 7))
                 return -EINVAL;
         *out = (struct py_asyncio_offsets){.task_size = w[0],
                                            .task_name = w[1],
                                            .task_coro = w[5],
+                                           .task_context = w[1] + 8,
                                            .thread_size = w[9],
                                            .thread_loop = w[10],
                                            .thread_task = w[11],

@@ -7,13 +7,14 @@
 #include <sys/types.h>
 
 struct py_asyncio_offsets {
-        uint64_t task_size;   /* TaskObj bytes */
-        uint64_t task_name;   /* TaskObj.task_name: str, or (3.12+) int N for "Task-N" */
-        uint64_t task_coro;   /* TaskObj.task_coro */
-        uint64_t thread_task; /* 3.14+: the running task in the thread state, else 0 */
-        uint64_t thread_loop; /* 3.14+: the running loop in the thread state, else 0 */
-        uint64_t thread_size; /* 3.14+: _PyThreadStateImpl bytes, else 0 */
-        bool from_debug;      /* read from the module's _Py_AsyncioModuleDebugOffsets */
+        uint64_t task_size;    /* TaskObj bytes */
+        uint64_t task_name;    /* TaskObj.task_name: str, or (3.12+) int N for "Task-N" */
+        uint64_t task_coro;    /* TaskObj.task_coro */
+        uint64_t task_context; /* TaskObj.task_context: after the name (measured) */
+        uint64_t thread_task;  /* 3.14+: the running task in the thread state, else 0 */
+        uint64_t thread_loop;  /* 3.14+: the running loop in the thread state, else 0 */
+        uint64_t thread_size;  /* 3.14+: _PyThreadStateImpl bytes, else 0 */
+        bool from_debug;       /* read from the module's _Py_AsyncioModuleDebugOffsets */
 };
 
 /* 3.9, 3.11 and 3.13: the TaskObj layout measured on those builds (the

@@ -58,15 +58,18 @@
  * on 3.9/3.10, or when the anchors do not check out, it goes by class. */
 #include "python/py_process.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach/remote_memory.h"
 #include "python/py_asyncio.h"
 #include "python/py_code.h"
 #include "python/py_frame.h"
 #include "python/py_frame_copy.h"
 #include "python/py_gil.h"
 #include "python/py_runtime.h"
+#include "python/py_task_span.h"
 #include "python/py_thread.h"
 #include "python/py_thread_names.h"
 #include "symbolize/symbolizer.h"
@@ -111,6 +114,7 @@ struct py_process {
         struct py_threads threads;
         struct py_thread_names names;
         struct py_asyncio asyncio;
+        struct py_task_span task_span;
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         struct py_walk_scratch *scratch; /* shared by every process */
@@ -150,6 +154,7 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
         py->unmapped_seen = true;
         py_asyncio__init(&py->asyncio, pid, &py->runtime, &py->strings);
         py_asyncio__prepare(&py->asyncio, monotonic_ns());
+        py_task_span__init(&py->task_span, pid, &py->runtime);
         return py;
 }
 
@@ -450,6 +455,31 @@ static const char *gil_label(const struct py_process *py, const struct py_thread
         return NULL;
 }
 
+/* The running task's name and the span of its own context. */
+static void task_labels(struct py_process *py, const struct py_thread *t,
+                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+{
+        const char *trace_id, *span_id;
+        uint64_t task, context;
+
+        out->asyncio_task = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
+        if (!task || remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
+                                         sizeof(context)) != sizeof(context))
+                return;
+        switch (py_task_span__read(&py->task_span, context, now_ns, &trace_id, &span_id)) {
+        case PY_TASK_SPAN_UNKNOWN:
+                break;
+        case PY_TASK_SPAN_NONE:
+                out->task_span = 1;
+                break;
+        case PY_TASK_SPAN_FOUND:
+                out->task_span = 2;
+                snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", trace_id);
+                snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", span_id);
+                break;
+        }
+}
+
 const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
                                              struct capture *capture,
                                              const struct thread_stack *native,
@@ -481,9 +511,10 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         /* Kept with the stack: an idle thread's reused sample is labelled
          * after its copy was given back, and it has not run since. */
         out->gil = t ? gil_label(py, t, capture) : NULL;
-        out->asyncio_task = t && capture->interp.n_regions > 0
-                                ? py_asyncio__task_name(&py->asyncio, t, capture, walk.now_ns)
-                                : NULL;
+        out->asyncio_task = NULL;
+        out->task_span = 0;
+        if (t && capture->interp.n_regions > 0)
+                task_labels(py, t, capture, walk.now_ns, out);
         if (walk.n_frames == 0 || !space)
                 return out;
         if (ARRAY_RESERVE(py->classes, py->classes_capacity, native->n_pcs) < 0)
@@ -532,4 +563,9 @@ void py_process__label(struct py_process *py, const struct capture *capture,
         if (name && *name)
                 labels->thread_name = name;
         labels->asyncio_task = merged ? merged->asyncio_task : NULL;
+        labels->task_span = merged && merged->task_span;
+        if (merged && merged->task_span == 2) {
+                labels->trace_id = merged->task_trace_id;
+                labels->span_id = merged->task_span_id;
+        }
 }

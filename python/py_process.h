@@ -20,6 +20,11 @@ struct py_labels {
         const char *gil;          /* thread.gil: "true" or "false" */
         const char *thread_name;  /* threading.Thread.name */
         const char *asyncio_task; /* asyncio.task.name: the running task's name */
+        /* The span of the running task's own context: when `task_span`,
+         * it replaces the thread's span slot (trace_id/span_id NULL: the
+         * task is in no span). */
+        bool task_span;
+        const char *trace_id, *span_id;
 };
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info

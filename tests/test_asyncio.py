@@ -18,12 +18,18 @@ import collections
 import contextlib
 import json
 import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, Target, functions
+from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, REPO, Target, functions
 
 SWITCH = PYTHON_TARGETS / "asyncio_switch.py"
+TASK_SPANS = REPO / "tests" / "context_targets" / "py_task_spans.py"
+SPAN_PYTHONS = ["3.11-host", "3.13-trixie", "3.14-forky"]
 TASKS = PYTHON_TARGETS / "asyncio_tasks.py"
 TASK_LABEL = "asyncio.task.name"
 MERGE_FAILED = "[merge failed]"
@@ -33,11 +39,11 @@ DURATION = 4
 
 
 @contextlib.contextmanager
-def running(interpreter, script, *args):
+def running(interpreter, script, *args, env=None):
     """Starts script under interpreter; yields the Target once it printed
     "ready" and its version (checked), kills it afterwards."""
     seen = interpreter.install([script])
-    target = Target(interpreter.argv(seen / script.name, *args), env=PYTHON_ENV, cwd="/")
+    target = Target(interpreter.argv(seen / script.name, *args), env={**PYTHON_ENV, **(env or {})}, cwd="/")
     try:
         target.wait_ready(timeout=30)
         info = json.loads(target.readline(timeout=10))
@@ -118,3 +124,58 @@ def test_samples_carry_the_running_task_name(name, pythons, profd):
     plain = [s for s in profile.samples if "plain_spin" in functions(s)]
     assert plain, summary
     assert not [s for s in plain if TASK_LABEL in s["labels"]], "a thread without a loop got a task label"
+
+
+@pytest.fixture(scope="module")
+def otel_packages(tmp_path_factory):
+    """The test runner's opentelemetry-api/-sdk (pure Python, as
+    tests/test_context.py uses them) and the splunk_profd_context writer
+    (pip-installed from context/python), in one directory to copy where an
+    interpreter sees it."""
+    import opentelemetry.sdk  # noqa: F401  (the runner has the SDK)
+    import typing_extensions
+
+    site = Path(typing_extensions.__file__).parent
+    packages = tmp_path_factory.mktemp("otel")
+    shutil.copytree(site / "opentelemetry", packages / "opentelemetry")
+    shutil.copy(typing_extensions.__file__, packages)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target",
+         str(packages), str(REPO / "context" / "python")],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, f"pip install context/python failed:\n{done.stderr}"
+    return packages
+
+
+def share(interpreter, packages):
+    """Copies packages where interpreter sees them; returns that path as it sees it."""
+    seen = Path("/tmp") / f"profd-otel-{uuid.uuid4().hex[:10]}"
+    shutil.copytree(packages, interpreter.host_path(seen))
+    return seen
+
+
+@pytest.mark.parametrize("name", SPAN_PYTHONS)
+def test_each_task_carries_its_own_span(name, pythons, profd, otel_packages):
+    """Three tasks, each in its own real SDK span, take turns every ~200 us
+    on one thread, with the per-thread writer installed: at least 99% of
+    the samples in each task's work carry that task's trace_id/span_id.
+    The thread's slot names whichever task attached last: read alone, it
+    gives each task the wrong span most of the time."""
+    interpreter = pythons[name]
+    seen = share(interpreter, otel_packages)
+    try:
+        with running(interpreter, TASK_SPANS, "writer", env={"PYTHONPATH": str(seen)}) as target:
+            spans = target.info
+            result, profile = profd.profile([target.pid], duration=DURATION, interval=INTERVAL)
+    finally:
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+    for task in "abc":
+        mine = [s for s in profile.samples if f"work_{task}" in functions(s)]
+        assert len(mine) >= 20, f"{len(mine)} samples in work_{task} ({profile.summary_line})"
+        own = [s for s in mine if [s["labels"].get("trace_id", [None])[0], s["labels"].get("span_id", [None])[0]] == spans[task]]
+        seen_spans = collections.Counter((s["labels"].get("span_id", ("-",))[0]) for s in mine)
+        assert len(own) >= 0.99 * len(mine), (
+            f"only {len(own)}/{len(mine)} samples in work_{task} carry span {spans[task]}: {seen_spans} "
+            f"(spans: {spans})"
+        )

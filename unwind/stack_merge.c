@@ -77,6 +77,7 @@ struct merged_stack *merged_stack__new(size_t capacity)
         stack->truncated = stack->failed = stack->has_thread_ident = false;
         stack->thread_ident = 0;
         stack->gil = stack->asyncio_task = NULL;
+        stack->task_span = 0;
         return stack;
 }
 
