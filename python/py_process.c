@@ -115,6 +115,7 @@ struct py_process {
         struct py_thread_names names;
         struct py_asyncio asyncio;
         struct py_task_span task_span;
+        struct py_frame_copy frame_copy;
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         struct py_walk_scratch *scratch; /* shared by every process */
@@ -310,7 +311,8 @@ void py_process__capture_frames(struct py_process *py, struct capture *capture)
 
         if (!t || capture->interp.n_regions == 0)
                 return;
-        (void)py_frame_copy__chain(&py->runtime, capture, py_frame__top(&walk, t->tstate));
+        (void)py_frame_copy__chain(&py->frame_copy, &py->runtime, capture,
+                                   py_frame__top(&walk, t->tstate));
 }
 
 /* A class holds for a whole function: the ELF symbol holding `pc` (from
