@@ -13,10 +13,10 @@
  * them after the resume is right unless the task starts or ends a span in
  * the microseconds between the stop and the read.  Following switches in
  * the writer would cost every task step (thousands per second) a write,
- * with no hook for it before 3.14's context watchers; this costs only
- * samples: ~15 small reads each, after the resume (nothing is cached: a
- * HAMT freed when a span ends is soon reallocated at the same address
- * with another span in it).
+ * with no hook for it before 3.14's context watchers; this costs only * samples: ~24 small reads
+ * each, after the resume (3.11, three tasks in SDK spans: 7 -> 31 process_vm_readv per sample, ~100
+ * us more daemon CPU per sample, the thread held no longer).  Nothing is cached: a HAMT or span
+ * freed when a span ends is soon reallocated at the same address with another span in it.
  *
  * How: Context.ctx_vars (a HAMT: 3.9–3.14 the same three node kinds,
  * recognised by their type's tp_name and then by type address) is

@@ -29,7 +29,7 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
  * asyncio task's own, TaskObj.task_context), as hex strings in trace_id
  * and span_id.  UNKNOWN until opentelemetry.context is imported (looked
  * for after 1 s, 2 s... up to every 32 s) or when the memory does not
- * check out.  About 15 small reads (py_task_span.c); the strings live
+ * check out.  About 24 small reads (py_task_span.c); the strings live
  * until the next call. */
 enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
                                             uint64_t now_ns, const char **trace_id,
