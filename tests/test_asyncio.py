@@ -17,6 +17,7 @@ its own name."""
 import collections
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -179,3 +180,28 @@ def test_each_task_carries_its_own_span(name, pythons, profd, otel_packages):
             f"only {len(own)}/{len(mine)} samples in work_{task} carry span {spans[task]}: {seen_spans} "
             f"(spans: {spans})"
         )
+
+
+def test_dump_names_the_running_task(pythons, profd):
+    """dump (text and --json) says which task each thread runs: one dump
+    catches the loop between tasks now and then, so up to 20 are taken."""
+    names = r'asyncio_task="(alpha|beta|Task-\d+)"'
+    with running(pythons["3.13-trixie"], TASKS) as target:
+        for _ in range(20):
+            text = profd.run("dump", "--pid", target.pid, output=None)
+            assert text.returncode == 0, text
+            if re.search(names, text.stdout):
+                break
+        else:
+            pytest.fail(f"no dump named a task: {text.stdout}")
+        for _ in range(20):
+            js = profd.run("dump", "--pid", target.pid, "--json", output=None)
+            assert js.returncode == 0, js
+            threads = [t for p in json.loads(js.stdout)["processes"] for t in p["threads"]]
+            main = [t for t in threads if t["tid"] == target.pid]
+            if main and main[0]["asyncio_task"] in ("alpha", "beta", target.info["gamma"]):
+                break
+        else:
+            pytest.fail(f"no JSON dump named a task: {js.stdout}")
+    plain = [t for t in threads if t["python_name"] == "plain"]
+    assert plain and plain[0]["asyncio_task"] is None, plain
