@@ -24,7 +24,10 @@
  * after the resume (capture__reserve_interp), never inside the window.
  * `result` is an opaque malloc'd block owned by the capture (python/'s last
  * merged stack, reused while the thread stays idle), freed with it. */
-#define CAPTURE_INTERP_REGIONS 4
+/* The thread state, GIL, chunk and top frame, the asyncio task (three),
+ * and up to 16 frames prefetched and 16 copied one by one
+ * (python/py_frame_copy.h). */
+#define CAPTURE_INTERP_REGIONS 40
 
 struct capture_region {
         uint64_t address; /* target address of the copy */

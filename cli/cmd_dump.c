@@ -46,7 +46,8 @@ struct dump_frame {
 struct dump_thread {
         pid_t pid, tid;
         char name[16];
-        char python_name[64]; /* threading.Thread.name, "" when unknown */
+        char python_name[64];   /* threading.Thread.name, "" when unknown */
+        char asyncio_task[128]; /* the running asyncio task's name, "" when none */
         bool sampled;
         bool blocked;
         char state[16]; /* running, runnable or blocked (sample_record) */
@@ -196,6 +197,7 @@ static void cmd_dump__on_sample(void *arg, const struct sample_event *event)
         snprintf(thread->name, sizeof(thread->name), "%s", record->thread_name);
         snprintf(thread->python_name, sizeof(thread->python_name), "%s",
                  record->python_thread_name ? record->python_thread_name : "");
+        copy_id(thread->asyncio_task, sizeof(thread->asyncio_task), record->asyncio_task);
         thread->blocked = strcmp(record->thread_state, "blocked") == 0;
         snprintf(thread->state, sizeof(thread->state), "%s", record->thread_state);
         thread->syscall_nr = event->syscall_nr;
@@ -279,6 +281,8 @@ static void print_thread_text(const struct dump_thread *thread, FILE *out)
                 fprintf(out, "  python_name=\"%s\"", thread->python_name);
         if (thread->has_thread_id)
                 fprintf(out, "  python_thread_id=%lld", (long long)thread->thread_id);
+        if (thread->asyncio_task[0])
+                fprintf(out, "  asyncio_task=\"%s\"", thread->asyncio_task);
         if (thread->trace_id[0] && thread->span_id[0])
                 fprintf(out, "  trace_id=%s span_id=%s", thread->trace_id, thread->span_id);
         fputc('\n', out);
@@ -363,6 +367,7 @@ static void print_thread_json(const struct dump_thread *thread, FILE *out)
                         (unsigned long long)(uint64_t)thread->thread_id);
         else
                 fputs(",\"python_thread_id\":null", out);
+        print_optional_id("asyncio_task", thread->asyncio_task, out);
         print_optional_id("trace_id", thread->span_id[0] ? thread->trace_id : "", out);
         print_optional_id("span_id", thread->trace_id[0] ? thread->span_id : "", out);
         fprintf(out, ",\"truncated\":%s,\"frames\":[", thread->truncated ? "true" : "false");

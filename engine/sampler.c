@@ -111,6 +111,8 @@ void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread
         thread->captured = capture__copy_registers_and_stack(&thread->capture) == 0;
         if (thread->captured && python && !python_copied)
                 (void)py_process__capture(python, &thread->capture, true);
+        if (thread->captured && python)
+                py_process__capture_frames(python, &thread->capture);
         if (thread->captured && profiled)
                 context_reader__capture(&profiled->context, thread); /* one 64-byte read */
 }
@@ -383,8 +385,10 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 if (capture__from_blocked(&thread->capture, target->mem_pid, thread->tid, &before) <
                     0)
                         break;
-                if (profiled && profiled->python)
+                if (profiled && profiled->python) {
                         (void)py_process__capture(profiled->python, &thread->capture, true);
+                        py_process__capture_frames(profiled->python, &thread->capture);
+                }
                 if (profiled)
                         context_reader__capture(&profiled->context, thread); /* blocked: stable */
                 if (proc_thread__syscall(&thread->files, &after) != PROC_SYSCALL_BLOCKED ||
@@ -645,17 +649,23 @@ static void record_thread(struct registry *registry, struct target *target, stru
 
         if (merged && merged->has_thread_ident)
                 record.thread_id = (int64_t)merged->thread_ident; /* threading.get_ident() */
+        struct py_labels labels = {0};
         if (profiled->python) { /* thread.gil, and threading's thread.name */
-                struct py_labels labels = {0};
                 py_process__label(profiled->python, &thread->capture, &labels);
                 record.gil = labels.gil;
                 record.python_thread_name = labels.thread_name;
+                record.asyncio_task = labels.asyncio_task;
         }
         struct context_span span;
         if (context_reader__decode(&profiled->context, thread, &span) == CONTEXT_SPAN) {
                 record.trace_id = span.trace_id;
                 record.span_id = span.span_id;
                 record.span_attributes = &span.record;
+        }
+        if (labels.task_span) { /* the running asyncio task's own span */
+                record.trace_id = labels.trace_id;
+                record.span_id = labels.span_id;
+                record.span_attributes = NULL;
         }
         if (span.internal && !registry->include_internal_stacks)
                 return; /* the telemetry SDK's own thread */

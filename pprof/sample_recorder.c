@@ -98,7 +98,7 @@ void sample_recorder__add_main_mapping(struct sample_recorder *recorder,
                 (void)mapping_id(recorder, address_space__mapping_at(space, address));
 }
 
-#define MAX_LABELS (12 + THREAD_CONTEXT_MAX_ATTRS)
+#define MAX_LABELS (13 + THREAD_CONTEXT_MAX_ATTRS)
 
 /* Fills `labels` (room for MAX_LABELS); returns how many. */
 static size_t sample_labels(const struct sample_recorder *recorder,
@@ -120,6 +120,9 @@ static size_t sample_labels(const struct sample_recorder *recorder,
         labels[n++] = (struct pb_label){.key = "process.pid", .num = record->pid};
         if (record->gil)
                 labels[n++] = (struct pb_label){.key = "thread.gil", .str = record->gil};
+        if (record->asyncio_task)
+                labels[n++] =
+                    (struct pb_label){.key = "asyncio.task.name", .str = record->asyncio_task};
         if (record->trace_id && record->span_id) {
                 labels[n++] = (struct pb_label){.key = "trace_id", .str = record->trace_id};
                 labels[n++] = (struct pb_label){.key = "span_id", .str = record->span_id};

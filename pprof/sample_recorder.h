@@ -34,6 +34,9 @@ struct sample_record {
          * label then carries instead of thread_name (the OS name, which
          * dump and top keep showing); NULL when unknown. */
         const char *python_thread_name;
+        /* Python threads: asyncio.task.name, the asyncio task running at
+         * the sample; NULL when none. */
+        const char *asyncio_task;
         /* Python targets: the merged native + Python stack; when non-NULL
          * with n > 0 it is recorded instead of `stack`. */
         const struct merged_stack *merged;

@@ -25,6 +25,10 @@
  *            copied (plus CHUNK_SLACK); if the copied tstate's
  *            datastack_top says the stack has grown past that, the chunk
  *            is copied again up to the top, still in the stop window.
+ *   capture_frames (still in the stop window, after the registers and
+ *            stack) copies the frames of the chain none of these copies
+ *            holds: generator and coroutine frames, bounded
+ *            (py_frame_copy.c).
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied
@@ -56,13 +60,18 @@
  * on 3.9/3.10, or when the anchors do not check out, it goes by class. */
 #include "python/py_process.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attach/remote_memory.h"
+#include "python/py_asyncio.h"
 #include "python/py_code.h"
 #include "python/py_frame.h"
+#include "python/py_frame_copy.h"
 #include "python/py_gil.h"
 #include "python/py_runtime.h"
+#include "python/py_task_span.h"
 #include "python/py_thread.h"
 #include "python/py_thread_names.h"
 #include "symbolize/symbolizer.h"
@@ -112,6 +121,9 @@ struct py_process {
         struct py_code_cache codes;
         struct py_threads threads;
         struct py_thread_names names;
+        struct py_asyncio asyncio;
+        struct py_task_span task_span;
+        struct py_frame_copy frame_copy;
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         uint64_t unmapped_sample_ns;     /* when the last such sample was captured */
@@ -150,6 +162,9 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
         py_code_cache__init(&py->codes, pid, py->runtime.offsets, py->runtime.code_type,
                             &py->strings);
         py->unmapped_seen = true;
+        py_asyncio__init(&py->asyncio, pid, &py->runtime, &py->strings);
+        py_asyncio__prepare(&py->asyncio, monotonic_ns());
+        py_task_span__init(&py->task_span, pid, &py->runtime);
         return py;
 }
 
@@ -185,7 +200,8 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
         if (o->tstate_datastack_chunk)
                 chunk = t && t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
                                                                           : PY_CHUNK_COPY_MAX;
-        return o->tstate_size + PY_GIL_REGION_MAX + chunk + o->frame_size;
+        return o->tstate_size + PY_GIL_REGION_MAX + py_asyncio__bytes() + chunk + o->frame_size +
+               py_frame_copy__bytes(o);
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -213,6 +229,7 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
         if (target && ((py->unmapped_seen && elapsed >= PY_THREADS_RETRY_NS) ||
                        elapsed >= PY_THREADS_REFRESH_NS))
                 refresh_threads(py, target, now_ns);
+        py_asyncio__prepare(&py->asyncio, now_ns);
         if (!thread)
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
@@ -245,8 +262,8 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
         bool stopped = capture->kind == CAPTURE_STOPPED;
         uint64_t fs_base = stopped && registers_read ? capture->regs.fs_base : 0;
         struct py_thread *t = py_threads__find(&py->threads, capture->tid, fs_base);
-        uint64_t addresses[3];
-        size_t lens[3], n = 0, chunk_copied = 0;
+        uint64_t addresses[3 + PY_ASYNCIO_REGIONS];
+        size_t lens[3 + PY_ASYNCIO_REGIONS], n = 0, chunk_copied = 0;
 
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t && stopped && !registers_read)
@@ -262,6 +279,8 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 addresses[n] = t->gil;
                 lens[n++] = py_gil__region_len(o);
         }
+        /* Which asyncio task runs (py_asyncio), in the same read. */
+        n += py_asyncio__regions(&py->asyncio, t, addresses + n, lens + n);
         if (t->chunk) {
                 /* Only the part in use at the last capture, and some: a
                  * 100-frame stack uses ~11 KiB of a 16 KiB chunk, a
@@ -290,6 +309,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                         (void)capture__copy_interp(capture, &t->chunk, &len, 1);
                 }
         }
+        py_asyncio__capture_keys(&py->asyncio, capture);
         if (o->model != PY_FRAMES_OBJECTS)
                 return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
@@ -300,6 +320,17 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 (void)capture__copy_interp(capture, &frame, &len, 1);
         }
         return true;
+}
+
+void py_process__capture_frames(struct py_process *py, struct capture *capture)
+{
+        struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+        struct py_walk walk = {.runtime = &py->runtime, .capture = capture};
+
+        if (!t || capture->interp.n_regions == 0)
+                return;
+        (void)py_frame_copy__chain(&py->frame_copy, &py->runtime, capture,
+                                   py_frame__top(&walk, t->tstate));
 }
 
 /* A class holds for a whole function: the ELF symbol holding `pc` (from
@@ -444,6 +475,31 @@ static const char *gil_label(const struct py_process *py, const struct py_thread
         return NULL;
 }
 
+/* The running task's name and the span of its own context. */
+static void task_labels(struct py_process *py, const struct py_thread *t,
+                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+{
+        const char *trace_id, *span_id;
+        uint64_t task, context;
+
+        out->asyncio_task = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
+        if (!task || remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
+                                         sizeof(context)) != sizeof(context))
+                return;
+        switch (py_task_span__read(&py->task_span, context, now_ns, &trace_id, &span_id)) {
+        case PY_TASK_SPAN_UNKNOWN:
+                break;
+        case PY_TASK_SPAN_NONE:
+                out->task_span = 1;
+                break;
+        case PY_TASK_SPAN_FOUND:
+                out->task_span = 2;
+                snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", trace_id);
+                snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", span_id);
+                break;
+        }
+}
+
 const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
                                              struct capture *capture,
                                              const struct thread_stack *native,
@@ -475,6 +531,10 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
         /* Kept with the stack: an idle thread's reused sample is labelled
          * after its copy was given back, and it has not run since. */
         out->gil = t ? gil_label(py, t, capture) : NULL;
+        out->asyncio_task = NULL;
+        out->task_span = 0;
+        if (t && capture->interp.n_regions > 0)
+                task_labels(py, t, capture, walk.now_ns, out);
         if (walk.n_frames == 0 || !space)
                 return out;
         if (ARRAY_RESERVE(py->classes, py->classes_capacity, native->n_pcs) < 0)
@@ -555,4 +615,10 @@ void py_process__label(struct py_process *py, const struct capture *capture,
         name = python_name(py, t, capture->tid);
         if (name && *name)
                 labels->thread_name = name;
+        labels->asyncio_task = merged ? merged->asyncio_task : NULL;
+        labels->task_span = merged && merged->task_span;
+        if (merged && merged->task_span == 2) {
+                labels->trace_id = merged->task_trace_id;
+                labels->span_id = merged->task_span_id;
+        }
 }

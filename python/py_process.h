@@ -17,8 +17,14 @@ struct address_space;
 
 /* The Python labels of one sample (py_process__label); NULL = none. */
 struct py_labels {
-        const char *gil;         /* thread.gil: "true" or "false" */
-        const char *thread_name; /* threading.Thread.name */
+        const char *gil;          /* thread.gil: "true" or "false" */
+        const char *thread_name;  /* threading.Thread.name */
+        const char *asyncio_task; /* asyncio.task.name: the running task's name */
+        /* The span of the running task's own context: when `task_span`,
+         * it replaces the thread's span slot (trace_id/span_id NULL: the
+         * task is in no span). */
+        bool task_span;
+        const char *trace_id, *span_id;
 };
 
 /* Discovers CPython in `pid`.  NULL when the process is not Python (info
@@ -45,6 +51,14 @@ void py_process__set_pid(struct py_process *py, pid_t pid);
  * matched by tid (a first match on 3.9/3.10 needs fs_base), and is called
  * again once they are.  Otherwise true. */
 bool py_process__capture(struct py_process *py, struct capture *capture, bool registers_read);
+
+/* Inside the stop window, after py_process__capture and after the
+ * registers and native stack were copied (a stopped or a blocked thread):
+ * copies the frames of the thread's chain that neither copy holds, at most
+ * PY_FRAME_COPY_MAX (python/py_frame_copy.h), each one process_vm_readv.
+ * Without them a coroutine or generator frame read after the resume has
+ * mostly yielded and lost its link to its caller. */
+void py_process__capture_frames(struct py_process *py, struct capture *capture);
 
 /* After the resume (cheap; call it before each merge): refreshes the
  * tstate <-> tid map when a sampled thread was unmapped (at most every
@@ -78,7 +92,8 @@ bool py_process__sample_reusable(struct py_process *py, const struct capture *ca
  * bytes were copied, and labels->thread_name to threading.Thread.name when
  * known (the name table is re-read here when a thread is missing from it
  * or has no name yet, a few times within a third of a second, and every
- * 10 s).  Leaves both alone otherwise.  The
+ * 10 s), and labels->asyncio_task to the name of the asyncio task it ran
+ * at the capture (python/py_asyncio.h).  Leaves them alone otherwise.  The
  * strings live as long as the py_process. */
 void py_process__label(struct py_process *py, const struct capture *capture,
                        struct py_labels *labels);

@@ -40,7 +40,9 @@
  *   root, each frame classified NATIVE_EVAL by its name is replaced by the
  *   next group.  Counts that do not line up (more loop frames than groups,
  *   or groups left over although the native walk was complete, including
- *   no loop frame at all) mean the two sides cannot be matched.  Groups left
+ *   no loop frame at all) mean the two sides cannot be matched, except for
+ *   exactly one loop frame more, at the leaf: a loop entered or leaving
+ *   while it has no Python frame (see extra_leaf_eval).  Groups left
  *   over because the native walk says it stopped early (stack copy too
  *   short) are appended at the root side, and loop frames beyond a Python
  *   walk cut at the depth cap are dropped: neither is a failure.
@@ -74,6 +76,8 @@ struct merged_stack *merged_stack__new(size_t capacity)
         stack->capacity = capacity;
         stack->truncated = stack->failed = stack->has_thread_ident = false;
         stack->thread_ident = 0;
+        stack->gil = stack->asyncio_task = NULL;
+        stack->task_span = 0;
         return stack;
 }
 
@@ -263,10 +267,42 @@ static void merge_by_anchor(const struct merge_input *in, struct merged_stack *o
 
 /* ---- by class ---- */
 
+/* The groups of the Python side: its boundaries, and the frames after the
+ * last one. */
+static size_t count_groups(const struct merge_input *in)
+{
+        size_t n = 0, i = 0;
+
+        while (i < in->n_items) {
+                i = group_end(in, i);
+                n++;
+                i += i < in->n_items;
+        }
+        return n;
+}
+
+/* An interpreter-loop frame at the leaf that runs no Python frame yet (or
+ * no longer): on 3.9/3.10 the loop sets tstate->frame a few instructions
+ * after its entry and restores it just before it returns, so a stop there
+ * sees one loop frame more than frames (a generator's, mostly: asyncio
+ * enters and leaves them all the time).  Only that exact count, on two
+ * complete walks, is taken for it. */
+static size_t extra_leaf_eval(const struct merge_input *in, size_t leaf_end)
+{
+        size_t n_eval = 0;
+
+        if (in->native_truncated || in->python_truncated || leaf_end == in->n_pcs)
+                return in->n_pcs;
+        for (size_t p = leaf_end; p < in->n_pcs; p++)
+                n_eval += in->classes[p] == NATIVE_EVAL;
+        return n_eval == count_groups(in) + 1 ? leaf_end : in->n_pcs;
+}
+
 static void merge_by_class(const struct merge_input *in, struct merged_stack *out)
 {
         size_t item = 0;
         size_t leaf_end = first_eval(in, 0);
+        size_t skipped = extra_leaf_eval(in, leaf_end);
 
         /* No interpreter-loop frame at all: the walk ended before reaching
          * the interpreter, or the loop has no name (stripped).  Only the
@@ -276,6 +312,11 @@ static void merge_by_class(const struct merge_input *in, struct merged_stack *ou
                 return;
         }
         for (size_t p = 0; p < in->n_pcs; p++) {
+                if (p == skipped) { /* interpreter code, as any other */
+                        if (in->mode == NATIVE_MODE_ALL)
+                                push_native(out, in->pcs[p]);
+                        continue;
+                }
                 if (in->classes[p] == NATIVE_EVAL) {
                         if (item >= in->n_items && !in->python_truncated) {
                                 merge_failed(in, leaf_end, out);

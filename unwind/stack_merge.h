@@ -55,8 +55,13 @@ struct merged_stack {
         bool truncated; /* some frames are missing (label thread.stack.truncated) */
         bool failed;    /* the counts did not line up */
         bool has_thread_ident;
-        uint64_t thread_ident; /* Python's threading.get_ident() of the thread */
-        const char *gil;       /* "true"/"false": held at the capture; NULL unknown */
+        uint64_t thread_ident;    /* Python's threading.get_ident() of the thread */
+        const char *gil;          /* "true"/"false": held at the capture; NULL unknown */
+        const char *asyncio_task; /* the running asyncio task's name; NULL none */
+        /* The span of that task's own context (python/py_task_span.h):
+         * 0 unknown (the thread's slot holds), 1 none, 2 the ids below. */
+        uint8_t task_span;
+        char task_trace_id[33], task_span_id[17];
         struct merged_frame frames[];
 };
 

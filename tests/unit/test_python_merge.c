@@ -117,13 +117,34 @@ static void test_empty_group(void)
 /* More eval frames than activations: merge failed, nothing lost. */
 static void test_too_many_evals(void)
 {
+        const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x38, 0x40};
+        const enum native_class cls[] = {O, E, E, E, O};
+        const struct py_item items[] = {PY("a"), PY("b"), BOUNDARY};
+        struct merged_stack *s = merge(pcs, cls, 5, false, items, 3, NATIVE_MODE_DEFAULT);
+
+        CHECK(s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,b," MERGE_FAILED_FUNCTION) == 0);
+        free(s);
+}
+
+/* Exactly one eval frame more, at the leaf: a loop entered (or leaving)
+ * before it set its frame (3.9/3.10 generators); it runs nothing. */
+static void test_entering_eval(void)
+{
         const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x40};
         const enum native_class cls[] = {O, E, E, O};
         const struct py_item items[] = {PY("a"), PY("b"), BOUNDARY};
         struct merged_stack *s = merge(pcs, cls, 4, false, items, 3, NATIVE_MODE_DEFAULT);
 
-        CHECK(s->failed && s->truncated);
-        CHECK(strcmp(render(s), "0x10,a,b," MERGE_FAILED_FUNCTION) == 0);
+        CHECK(!s->failed && !s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,b,0x40") == 0);
+        free(s);
+        s = merge(pcs, cls, 4, false, items, 3, NATIVE_MODE_ALL);
+        CHECK(strcmp(render(s), "0x10,0x20,a,b,0x30,0x40") == 0);
+        free(s);
+        /* Not when the native walk was cut short: the counts say nothing. */
+        s = merge(pcs, cls, 4, true, items, 3, NATIVE_MODE_DEFAULT);
+        CHECK(strcmp(render(s), "0x10,a,b,0x40") != 0);
         free(s);
 }
 
@@ -324,6 +345,7 @@ int main(void)
         test_one_per_frame();
         test_empty_group();
         test_too_many_evals();
+        test_entering_eval();
         test_leftover();
         test_anchor_stripped_callback();
         test_anchor_over_names();

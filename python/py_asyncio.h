@@ -1,0 +1,80 @@
+/* py_asyncio.h — the asyncio task a Python thread is running, for one
+ * process. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach/capture.h"
+#include "python/py_asyncio_offsets.h"
+#include "python/py_runtime.h"
+#include "python/py_thread.h"
+#include "util/string_pool.h"
+
+#define PY_ASYNCIO_KEYS_COPY  512 /* bytes of _current_tasks' keys object copied */
+#define PY_ASYNCIO_REGIONS    2   /* regions py_asyncio__regions adds, at most */
+#define PY_ASYNCIO_LOOPS      8   /* event loops whose thread is remembered */
+#define PY_ASYNCIO_NAMES      64  /* task names remembered */
+#define PY_ASYNCIO_NAME_CHARS 128 /* longer names are truncated */
+
+struct py_asyncio_loop {
+        uint64_t loop, ident; /* ident: loop._thread_id, 0 while not running */
+        uint64_t read_ns;
+};
+
+struct py_asyncio_name {
+        uint64_t task, object; /* the task and its task_name object */
+        const char *name;      /* interned */
+};
+
+struct py_asyncio {
+        pid_t pid;
+        const struct py_runtime *runtime;
+        struct string_pool *strings; /* the process's, for names */
+        struct py_asyncio_offsets offsets;
+        bool have_offsets;
+        uint64_t current_tasks; /* up to 3.13: the _asyncio._current_tasks dict, 0 unknown */
+        uint64_t keys;          /* its keys object, as last seen: copied at each stop */
+        uint64_t looked_up_ns;  /* last attempt to find what is still unknown */
+        uint64_t retry_ns;      /* and the wait before the next one */
+        struct py_asyncio_loop loops[PY_ASYNCIO_LOOPS];
+        size_t next_loop;
+        struct py_asyncio_name names[PY_ASYNCIO_NAMES];
+};
+
+/* Nothing is read yet: the first py_asyncio__task_name looks. */
+void py_asyncio__init(struct py_asyncio *a, pid_t pid, const struct py_runtime *runtime,
+                      struct string_pool *strings);
+
+/* After the resume (and at discovery): finds the _asyncio module's task
+ * table or offsets while they are unknown (after 1 s, 2 s, 4 s... up to
+ * every 32 s: py_asyncio.c), so that the next stop copies what says which task
+ * runs.  Cheap once found. */
+void py_asyncio__prepare(struct py_asyncio *a, uint64_t now_ns);
+
+/* Inside the stop window: the regions (at most PY_ASYNCIO_REGIONS, added
+ * to the thread state's read) that say which task `t` runs: 3.14+ the
+ * thread state's running-task word; up to 3.13 the _current_tasks dict's
+ * keys pointer and its keys object.  Returns how many were written. */
+size_t py_asyncio__regions(const struct py_asyncio *a, const struct py_thread *t,
+                           uint64_t *addresses, size_t *lens);
+
+/* Inside the stop window, after those regions were copied: when the
+ * copied keys pointer of _current_tasks names another keys object than
+ * the one copied (the dict was resized: every few task switches, as each
+ * step deletes and inserts its entry), copies that one too (one more
+ * process_vm_readv) and remembers it for the next stop.  No allocation. */
+void py_asyncio__capture_keys(struct py_asyncio *a, struct capture *capture);
+
+/* Interpreter-buffer bytes those regions take, at most. */
+size_t py_asyncio__bytes(void);
+
+/* After the resume: the name of the task `t` was running at the capture
+ * (and in *task the task's address, 0 when none is known), or NULL (not in a task, not known yet,
+ * or a layout we do not know).  May look up the module (as py_asyncio__prepare), an event loop's
+ * thread and the task's name object (one read, plus the str when it changed).  The string lives as
+ * long as `strings`. */
+const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *t,
+                                  const struct capture *capture, uint64_t now_ns, uint64_t *task);

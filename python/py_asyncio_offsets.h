@@ -1,0 +1,30 @@
+/* py_asyncio_offsets.h — where the _asyncio module keeps its tasks, for
+ * one process. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct py_asyncio_offsets {
+        uint64_t task_size;    /* TaskObj bytes */
+        uint64_t task_name;    /* TaskObj.task_name: str, or (3.12+) int N for "Task-N" */
+        uint64_t task_coro;    /* TaskObj.task_coro */
+        uint64_t task_context; /* TaskObj.task_context: after the name (measured) */
+        uint64_t thread_task;  /* 3.14+: the running task in the thread state, else 0 */
+        uint64_t thread_loop;  /* 3.14+: the running loop in the thread state, else 0 */
+        uint64_t thread_size;  /* 3.14+: _PyThreadStateImpl bytes, else 0 */
+        bool from_debug;       /* read from the module's _Py_AsyncioModuleDebugOffsets */
+};
+
+/* 3.9, 3.11 and 3.13: the TaskObj layout measured on those builds (the
+ * running task is then found through _asyncio._current_tasks).  False for
+ * other minors (3.10 and 3.12: not measured, no task names). */
+bool py_asyncio_offsets__for_minor(unsigned int minor, struct py_asyncio_offsets *out);
+
+/* 3.14+: the _Py_AsyncioModuleDebugOffsets CPython puts in the
+ * .AsyncioDebug section of the _asyncio module (a lib-dynload file, or the
+ * interpreter itself when the module is built in), read from the target's
+ * memory once the module is mapped.  0, -ENOENT while no mapped file has
+ * the section, or -errno; implausible values are -EINVAL. */
+int py_asyncio_offsets__from_debug(pid_t pid, struct py_asyncio_offsets *out);

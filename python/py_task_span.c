@@ -1,0 +1,279 @@
+/* py_task_span.c — which span an asyncio task is in.
+ *
+ * Why: OpenTelemetry keeps the current span in a contextvar, and each
+ * asyncio task runs in its own contextvars.Context.  A writer that
+ * publishes one slot per thread names the span of whichever task attached
+ * last: task A attaches, awaits; task B attaches, awaits; A resumes and
+ * the slot still says B.  The task's own context says A.
+ *
+ * Choice: read the running task's context after the resume instead of
+ * having the writer follow task switches.  The running task is known from
+ * the stop window (py_asyncio); its Context object is fixed for its life
+ * and its variables only change when the task itself sets one, so reading
+ * them after the resume is right unless the task starts or ends a span in
+ * the microseconds between the stop and the read.  Following switches in
+ * the writer would cost every task step (thousands per second) a write,
+ * with no hook for it before 3.14's context watchers; this costs only * samples: ~24 small reads
+ * each, after the resume (3.11, three tasks in SDK spans: 7 -> 31 process_vm_readv per sample, ~100
+ * us more daemon CPU per sample, the thread held no longer).  Nothing is cached: a HAMT or span
+ * freed when a span ends is soon reallocated at the same address with another span in it.
+ *
+ * How: Context.ctx_vars (a HAMT: 3.9–3.14 the same three node kinds,
+ * recognised by their type's tp_name and then by type address) is
+ * searched for the ContextVar that opentelemetry.context's
+ * _RUNTIME_CONTEXT._current_context holds, by a bounded walk of every
+ * node (a context holds a handful of variables).  Its value is an
+ * OpenTelemetry Context, a dict whose "current-span-<uuid>" entry holds
+ * the span; the span's _context is a SpanContext, a tuple (trace_id,
+ * span_id, ...) of ints (3.14 tuples cache their hash before the items).  Every read is bounded,
+ * every pointer checked. */
+#include "python/py_task_span.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "attach/remote_memory.h"
+#include "python/py_dict.h"
+#include "python/py_string.h"
+
+#define MODULE_DICT_AT  16
+#define OBJECT_TYPE_AT  8
+#define TYPE_NAME_AT    24
+#define CONTEXT_VARS_AT 24 /* PyContext.ctx_vars */
+#define HAMT_ROOT_AT    16 /* PyHamtObject.h_root */
+#define NODE_SIZE_AT    16 /* ob_size of bitmap and collision nodes */
+#define NODE_ITEMS_AT   32 /* their key/value pairs */
+#define ARRAY_ITEMS_AT  16 /* array node: 32 children */
+#define ARRAY_CHILDREN  32
+#define NODE_SLOTS_MAX  64
+#define HAMT_NODES_MAX  64
+#define HAMT_DEPTH_MAX  8
+#define TUPLE_ITEMS_AT  24 /* 3.14+: after the cached hash, at 32 */
+#define LONG_SIZE_AT    16
+#define LONG_DIGITS_AT  24
+#define SPAN_KEY        "current-span"
+#define RETRY_NS        (1000ull * 1000 * 1000)
+#define RETRY_MAX_NS    (32000ull * 1000 * 1000)
+
+enum node_kind { NODE_BITMAP, NODE_ARRAY, NODE_COLLISION, NODE_UNKNOWN };
+
+static uint64_t tuple_items_at(const struct py_offsets *o)
+{
+        return o->minor >= 14 ? TUPLE_ITEMS_AT + 8 : TUPLE_ITEMS_AT;
+}
+
+static bool plausible(uint64_t address)
+{
+        return address >= 4096 && !(address & 7) && address < (1ull << 47);
+}
+
+static bool read_word(pid_t pid, uint64_t address, uint64_t *value)
+{
+        return plausible(address) &&
+               remote_memory__read(pid, address, value, sizeof(*value)) == sizeof(*value);
+}
+
+void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runtime *runtime)
+{
+        *s = (struct py_task_span){.pid = pid, .runtime = runtime};
+}
+
+static uint64_t module_dict(struct py_task_span *s, const char *name)
+{
+        const struct py_offsets *o = s->runtime->offsets;
+        uint64_t interp = py_runtime__first_interpreter(s->pid, s->runtime), modules, module, dict;
+
+        if (!o->interp_modules || !read_word(s->pid, interp + o->interp_modules, &modules) ||
+            !(module = py_dict__find(s->pid, o, modules, name)) ||
+            !read_word(s->pid, module + MODULE_DICT_AT, &dict))
+                return 0;
+        return dict;
+}
+
+static void look_up(struct py_task_span *s, uint64_t now_ns)
+{
+        const struct py_offsets *o = s->runtime->offsets;
+        uint64_t dict, runtime_context;
+
+        if (s->looked_up_ns && now_ns - s->looked_up_ns < s->retry_ns)
+                return;
+        s->looked_up_ns = now_ns;
+        s->retry_ns = s->retry_ns ? s->retry_ns * 2 : RETRY_NS;
+        if (s->retry_ns > RETRY_MAX_NS)
+                s->retry_ns = RETRY_MAX_NS;
+        if (!(dict = module_dict(s, "opentelemetry.context")) ||
+            !(runtime_context = py_dict__find(s->pid, o, dict, "_RUNTIME_CONTEXT")))
+                return;
+        s->var = py_dict__instance_attribute(s->pid, o, runtime_context, "_current_context");
+}
+
+static enum node_kind node_kind(struct py_task_span *s, uint64_t node)
+{
+        static const char *const names[] = {"hamt_bitmap_node", "hamt_array_node",
+                                            "hamt_collision_node"};
+        uint64_t type, name;
+        char text[24];
+
+        if (!read_word(s->pid, node + OBJECT_TYPE_AT, &type))
+                return NODE_UNKNOWN;
+        for (size_t i = 0; i < 3; i++)
+                if (s->node_types[i] == type)
+                        return (enum node_kind)i;
+        if (!read_word(s->pid, type + TYPE_NAME_AT, &name) || name < 4096 ||
+            remote_memory__read(s->pid, name, text, sizeof(text)) != sizeof(text))
+                return NODE_UNKNOWN;
+        text[sizeof(text) - 1] = '\0';
+        for (size_t i = 0; i < 3; i++) {
+                if (strcmp(text, names[i]) == 0 && !s->node_types[i]) {
+                        s->node_types[i] = type;
+                        return (enum node_kind)i;
+                }
+        }
+        return NODE_UNKNOWN;
+}
+
+struct search {
+        struct py_task_span *s;
+        uint64_t key, value;
+        size_t nodes;
+};
+
+/* Depth-first through every node: a bitmap or collision node holds
+ * (key, value) pairs, a NULL key meaning the value is a child node; an
+ * array node holds up to 32 children. */
+static bool search_node(struct search *q, uint64_t node, size_t depth)
+{
+        uint64_t items[NODE_SLOTS_MAX], size;
+        enum node_kind kind;
+        size_t n;
+
+        if (depth > HAMT_DEPTH_MAX || q->nodes++ >= HAMT_NODES_MAX ||
+            (kind = node_kind(q->s, node)) == NODE_UNKNOWN)
+                return false;
+        if (kind == NODE_ARRAY) {
+                n = ARRAY_CHILDREN;
+                if (remote_memory__read(q->s->pid, node + ARRAY_ITEMS_AT, items, n * 8) !=
+                    (ssize_t)(n * 8))
+                        return false;
+                for (size_t i = 0; i < n; i++)
+                        if (items[i] && plausible(items[i]) && search_node(q, items[i], depth + 1))
+                                return true;
+                return false;
+        }
+        if (!read_word(q->s->pid, node + NODE_SIZE_AT, &size) || size > NODE_SLOTS_MAX ||
+            (size & 1))
+                return false;
+        n = (size_t)size;
+        if (n &&
+            remote_memory__read(q->s->pid, node + NODE_ITEMS_AT, items, n * 8) != (ssize_t)(n * 8))
+                return false;
+        for (size_t i = 0; i + 1 < n; i += 2) {
+                if (items[i] == q->key) {
+                        q->value = items[i + 1];
+                        return true;
+                }
+                if (!items[i] && kind == NODE_BITMAP && plausible(items[i + 1]) &&
+                    search_node(q, items[i + 1], depth + 1))
+                        return true;
+        }
+        return false;
+}
+
+struct span_key {
+        pid_t pid;
+        const struct py_offsets *o;
+        uint64_t span;
+};
+
+static bool find_span_key(void *arg, uint64_t key, uint64_t value)
+{
+        struct span_key *k = arg;
+        char text[64];
+
+        if (py_string__read(k->pid, key, k->o, text, sizeof(text)) > 0 &&
+            strncmp(text, SPAN_KEY "-", sizeof(SPAN_KEY)) == 0) {
+                k->span = value;
+                return false;
+        }
+        return true;
+}
+
+/* A non-negative int of at most 128 bits as 2 * bytes hex digits. */
+static bool long_hex(struct py_task_span *s, uint64_t object, size_t bytes, char *out)
+{
+        const struct py_offsets *o = s->runtime->offsets;
+        uint8_t data[LONG_DIGITS_AT + 5 * 4];
+        unsigned __int128 value = 0;
+        uint64_t size;
+        size_t n;
+
+        if (!plausible(object) ||
+            remote_memory__read(s->pid, object, data, sizeof(data)) != (ssize_t)sizeof(data))
+                return false;
+        memcpy(&size, data + LONG_SIZE_AT, sizeof(size));
+        if (o->long_tagged) {
+                if ((size & 3) >= 2)
+                        return false;
+                n = (size & 3) == 1 ? 0 : (size_t)(size >> 3);
+        } else {
+                if ((int64_t)size < 0)
+                        return false;
+                n = (size_t)size;
+        }
+        if (n > 5)
+                return false;
+        for (size_t i = n; i-- > 0;) {
+                uint32_t digit;
+                memcpy(&digit, data + LONG_DIGITS_AT + 4 * i, sizeof(digit));
+                if (digit >> 30 || (value >> (128 - 30)) != 0)
+                        return false;
+                value = value << 30 | digit;
+        }
+        if (bytes < 16 && (value >> (8 * bytes)) != 0)
+                return false;
+        for (size_t i = 0; i < 2 * bytes; i++)
+                out[2 * bytes - 1 - i] = "0123456789abcdef"[(unsigned)(value >> (4 * i)) & 15];
+        out[2 * bytes] = '\0';
+        return value != 0;
+}
+
+static enum py_task_span_result decode(struct py_task_span *s, uint64_t root)
+{
+        const struct py_offsets *o = s->runtime->offsets;
+        struct search q = {.s = s, .key = s->var};
+        struct span_key k = {.pid = s->pid, .o = o};
+        uint64_t span_context, items[2];
+
+        if (!search_node(&q, root, 0))
+                return q.nodes < HAMT_NODES_MAX ? PY_TASK_SPAN_NONE : PY_TASK_SPAN_UNKNOWN;
+        if (!plausible(q.value) || py_dict__visit(s->pid, o, q.value, find_span_key, &k) < 0)
+                return PY_TASK_SPAN_UNKNOWN;
+        if (!k.span)
+                return PY_TASK_SPAN_NONE;
+        span_context = py_dict__instance_attribute(s->pid, o, k.span, "_context");
+        if (!plausible(span_context) ||
+            remote_memory__read(s->pid, span_context + tuple_items_at(o), items, sizeof(items)) !=
+                sizeof(items))
+                return PY_TASK_SPAN_UNKNOWN;
+        if (!long_hex(s, items[0], 16, s->trace_id) || !long_hex(s, items[1], 8, s->span_id))
+                return PY_TASK_SPAN_NONE; /* the invalid span (zero ids) */
+        return PY_TASK_SPAN_FOUND;
+}
+
+enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
+                                            uint64_t now_ns, const char **trace_id,
+                                            const char **span_id)
+{
+        enum py_task_span_result result;
+        uint64_t vars, root;
+
+        if (!s->var)
+                look_up(s, now_ns);
+        if (!s->var || !read_word(s->pid, context + CONTEXT_VARS_AT, &vars) ||
+            !read_word(s->pid, vars + HAMT_ROOT_AT, &root))
+                return PY_TASK_SPAN_UNKNOWN;
+        result = decode(s, root);
+        *trace_id = s->trace_id;
+        *span_id = s->span_id;
+        return result;
+}

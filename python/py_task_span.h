@@ -1,0 +1,36 @@
+/* py_task_span.h — the OpenTelemetry span current in an asyncio task's
+ * own context, read out of the target. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "python/py_runtime.h"
+
+enum py_task_span_result {
+        PY_TASK_SPAN_UNKNOWN, /* could not tell: the thread's own slot stays */
+        PY_TASK_SPAN_NONE,    /* the task's context has no valid span */
+        PY_TASK_SPAN_FOUND,
+};
+
+struct py_task_span {
+        pid_t pid;
+        const struct py_runtime *runtime;
+        uint64_t var; /* opentelemetry.context's ContextVar, 0 while unknown */
+        uint64_t looked_up_ns, retry_ns;
+        uint64_t node_types[3];         /* HAMT bitmap, array, collision node types, as found */
+        char trace_id[33], span_id[17]; /* the last span read */
+};
+
+void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runtime *runtime);
+
+/* After the resume: the span of the Context object at `context` (an
+ * asyncio task's own, TaskObj.task_context), as hex strings in trace_id
+ * and span_id.  UNKNOWN until opentelemetry.context is imported (looked
+ * for after 1 s, 2 s... up to every 32 s) or when the memory does not
+ * check out.  About 24 small reads (py_task_span.c); the strings live
+ * until the next call. */
+enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
+                                            uint64_t now_ns, const char **trace_id,
+                                            const char **span_id);
