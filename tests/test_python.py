@@ -576,7 +576,7 @@ def churn_count(lines):
 def test_thread_churn(name, pythons, profd, tmp_path):
     interpreter = python_interpreter(pythons, name)
     seen = interpreter.install([CHURN])
-    target = Target(interpreter.argv(seen / CHURN.name, 1000), env=PYTHON_ENV, cwd="/")
+    target = Target(interpreter.argv(seen / CHURN.name, 1000, nice=False), env=PYTHON_ENV, cwd="/")
     try:
         target.wait_ready(timeout=30)
         before = churn_count(read_available(target, timeout=2.0))
