@@ -49,6 +49,8 @@ from conftest import (
     CHAIN_STACK,
     PYTHON_ALL_NAMES,
     PYTHON_ENV,
+    PYTHON_FT_NAMES,
+    PYTHON_NAMES,
     PYTHON_TARGETS,
     Profd,
     Target,
@@ -461,7 +463,10 @@ def test_thread_labels(workload):
 # ------------------------------------ thread.gil and Python thread names
 
 
-@pytest.fixture(scope="module", params=PYTHON_ALL_NAMES)
+# Free-threaded last here: the last gil_names.py stays alive through the
+# churn tests, and 3.13t's thread creation collapses beside a busy thread
+# at normal priority (a niced one leaves it alone).
+@pytest.fixture(scope="module", params=PYTHON_NAMES + PYTHON_FT_NAMES)
 def gil_names(request, pythons, profd_binary, read_profile, tmp_path_factory):
     """gil_names.py under one interpreter (a busy thread, a sleeping one,
     the main thread sleeping), profiled 2 s at 100 Hz; returns
@@ -590,7 +595,9 @@ def test_thread_churn(name, pythons, profd, tmp_path):
             time.sleep(2.0)
             now = churn_count(read_available(target, timeout=1.0))
             rate = (now - before) / (time.monotonic() - since) if now is not None else 0
-            if rate < 1000:
+            # The assertion below needs 1000 in the ~5 s from here to
+            # `after`; half the nominal rate leaves a margin for profiling.
+            if rate < 500:
                 pytest.skip(f"{name} creates only {rate:.0f} threads/s unprofiled on this machine now")
             before = now
         started = time.monotonic()
