@@ -28,7 +28,7 @@
 
 #define CODE_HEADER_MAX 1024
 #define NAME_MAX_BYTES  (PY_STRING_MAX_CHARS * 4 + 1)
-#define OB_TYPE         8
+#define OB_TYPE         8 /* plus object_extra on free-threaded builds */
 
 static void code_free(struct hash_node *node)
 {
@@ -87,7 +87,7 @@ static bool read_header(struct py_code_cache *cache, uint64_t address, struct py
         cache->reads++;
         if (remote_memory__read(cache->pid, address, header, size) != (ssize_t)size)
                 return false;
-        if (cache->code_type && field_u64(header, OB_TYPE) != cache->code_type)
+        if (cache->code_type && field_u64(header, OB_TYPE + o->object_extra) != cache->code_type)
                 return false;
         code->address = address;
         code->name_ptr = field_u64(header, o->code_qualname ? o->code_qualname : o->code_name);

@@ -28,6 +28,9 @@
  *   3.12      one word at object - 24: a dict, or values - 1 (odd).
  *   3.13+     dict pointer at object - 24, else (Py_TPFLAGS_INLINE_VALUES)
  *             values right after tp_basicsize, valid when byte 3 is set.
+ * Free-threaded builds (3.13t): object fields (dict, type) move by
+ * object_extra, keys and values objects do not; the managed dict pointer
+ * is at object - 8 (no PyGC_Head in between).
  * Every pointer is checked for alignment, every size capped, and any
  * failed read ends the lookup with "not found". */
 #include "python/py_dict.h"
@@ -47,6 +50,7 @@
 #define TPFLAGS_MANAGED_DICT  (1ul << 4)
 #define TPFLAGS_HEAPTYPE      (1ul << 9)
 #define MANAGED_DICT_AT       24 /* before the object */
+#define MANAGED_DICT_AT_FT    8
 #define MANAGED_VALUES_AT_311 32
 #define MAX_LOG2_SIZE         26
 #define MAX_OBJECT_OFFSET     (1u << 16)
@@ -183,16 +187,19 @@ static bool split_values_at(pid_t pid, const struct py_offsets *o, uint64_t addr
 int py_dict__visit(pid_t pid, const struct py_offsets *o, uint64_t dict, py_dict_visitor visit,
                    void *arg)
 {
-        uint8_t object[48];
+        uint8_t object[DICT_VALUES_AT + 8];
+        uint64_t keys, values_at;
         struct split_values values = {0};
 
-        if (!pointer_ok(dict) ||
-            remote_memory__read(pid, dict, object, sizeof(object)) != sizeof(object))
+        if (!pointer_ok(dict) || remote_memory__read(pid, dict + o->object_extra, object,
+                                                     sizeof(object)) != sizeof(object))
                 return -EFAULT;
-        if (u64_at(object, DICT_VALUES_AT) &&
-            !split_values_at(pid, o, u64_at(object, DICT_VALUES_AT), &values))
+        /* object holds the dict from object_extra on. */
+        keys = u64_at(object, DICT_KEYS_AT);
+        values_at = u64_at(object, DICT_VALUES_AT);
+        if (values_at && !split_values_at(pid, o, values_at, &values))
                 return -EFAULT;
-        return walk_keys(pid, o, u64_at(object, DICT_KEYS_AT), &values, visit, arg);
+        return walk_keys(pid, o, keys, &values, visit, arg);
 }
 
 struct find {
@@ -272,12 +279,15 @@ struct type_info {
         int64_t basicsize, dictoffset;
 };
 
-static bool read_type(pid_t pid, uint64_t object, struct type_info *out)
+static bool read_type(pid_t pid, const struct py_offsets *o, uint64_t object, struct type_info *out)
 {
         uint8_t type[TYPE_DICTOFFSET_AT + 8];
 
-        if (!read_u64(pid, object + 8, &out->address) || !pointer_ok(out->address) ||
-            remote_memory__read(pid, out->address, type, sizeof(type)) != sizeof(type))
+        /* type holds the type object from object_extra on. */
+        if (!read_u64(pid, object + 8 + o->object_extra, &out->address) ||
+            !pointer_ok(out->address) ||
+            remote_memory__read(pid, out->address + o->object_extra, type, sizeof(type)) !=
+                sizeof(type))
                 return false;
         out->flags = u64_at(type, TYPE_FLAGS_AT);
         memcpy(&out->basicsize, type + TYPE_BASICSIZE_AT, sizeof(out->basicsize));
@@ -292,7 +302,8 @@ static uint64_t managed_attribute(pid_t pid, const struct py_offsets *o, uint64_
         uint64_t word = 0, values = 0;
         uint8_t valid = 0;
 
-        if (!read_u64(pid, object - MANAGED_DICT_AT, &word))
+        if (!read_u64(pid, object - (o->free_threaded ? MANAGED_DICT_AT_FT : MANAGED_DICT_AT),
+                      &word))
                 return 0;
         if (o->managed_dict == PY_MANAGED_312 && (word & 1)) {
                 values = word + 1;
@@ -317,7 +328,7 @@ uint64_t py_dict__instance_attribute(pid_t pid, const struct py_offsets *o, uint
         struct type_info type;
         uint64_t dict;
 
-        if (!pointer_ok(object) || !read_type(pid, object, &type))
+        if (!pointer_ok(object) || !read_type(pid, o, object, &type))
                 return 0;
         if (o->managed_dict != PY_MANAGED_NONE && (type.flags & TPFLAGS_MANAGED_DICT))
                 return managed_attribute(pid, o, object, &type, name);

@@ -6,7 +6,8 @@
  * significant first (3.9–3.15).  The digit count and sign are ob_size
  * (signed, 3.9–3.11) or, from 3.12, lv_tag: digits << 3 | sign, sign 0
  * positive, 1 zero, 2 negative.  A thread ident (pthread_t) needs at most
- * three digits; more, or bits beyond 64, is refused. */
+ * three digits; more, or bits beyond 64, is refused.  Free-threaded
+ * builds' larger object header moves both by object_extra. */
 #include "python/py_long.h"
 
 #include <string.h>
@@ -16,19 +17,24 @@
 #define DIGIT_BITS     30
 #define DIGITS_MAX     3
 
+size_t py_long__read_size(const struct py_offsets *o)
+{
+        return LONG_DIGITS_AT + 4 * DIGITS_MAX + 4 + o->object_extra;
+}
+
 static bool digit_count(const struct py_offsets *o, const uint8_t *object, size_t *n)
 {
         int64_t size;
         uint64_t tag;
 
         if (!o->long_tagged) {
-                memcpy(&size, object + LONG_SIZE_AT, sizeof(size));
+                memcpy(&size, object + LONG_SIZE_AT + o->object_extra, sizeof(size));
                 if (size < 0)
                         return false;
                 *n = (size_t)size;
                 return true;
         }
-        memcpy(&tag, object + LONG_SIZE_AT, sizeof(tag));
+        memcpy(&tag, object + LONG_SIZE_AT + o->object_extra, sizeof(tag));
         if ((tag & 3) == 2 || (tag & 3) == 3)
                 return false;
         *n = (tag & 3) == 1 ? 0 : (size_t)(tag >> 3);
@@ -37,15 +43,15 @@ static bool digit_count(const struct py_offsets *o, const uint8_t *object, size_
 
 bool py_long__decode(const struct py_offsets *o, const uint8_t *object, size_t len, uint64_t *out)
 {
-        uint64_t value = 0;
+        uint64_t value = 0, digits_at = LONG_DIGITS_AT + o->object_extra;
         size_t n;
 
-        if (len < LONG_DIGITS_AT || !digit_count(o, object, &n) || n > DIGITS_MAX ||
-            LONG_DIGITS_AT + 4 * n > len)
+        if (len < digits_at || !digit_count(o, object, &n) || n > DIGITS_MAX ||
+            digits_at + 4 * n > len)
                 return false;
         for (size_t i = n; i-- > 0;) {
                 uint32_t digit;
-                memcpy(&digit, object + LONG_DIGITS_AT + 4 * i, sizeof(digit));
+                memcpy(&digit, object + digits_at + 4 * i, sizeof(digit));
                 if (digit >> DIGIT_BITS || (value >> (64 - DIGIT_BITS)) != 0)
                         return false;
                 value = value << DIGIT_BITS | digit;

@@ -33,7 +33,20 @@
  * (pycore_dict.h), lv_tag with 3 non-size bits (cpython/longintrepr.h),
  * the unicode state bits (cpython/unicodeobject.h) and md_dict right
  * after PyObject_HEAD (pycore_moduleobject.h).  As in 3.14 the first
- * traceable instruction is not used (0). */
+ * traceable instruction is not used (0).
+ *
+ * Free-threaded 3.13 (3.13t): the debug offsets are the same table with the
+ * free_threaded word set; its values already account for the larger
+ * PyObject header.  What the table does not carry moves by object_extra,
+ * the header's growth, which the table's own pyobject.ob_type gives (24 vs
+ * 8) and which must be 16 exactly.  Measured with offsetof() against the
+ * Debian 3.13.5 headers configured with --disable-gil: every object field
+ * used here (type, dict, int, module, code, heap type) is the GIL build's
+ * plus 16; dict keys objects and dict values are unchanged (dk_mutex fits
+ * in the padding before dk_version); PyThreadState and
+ * _PyInterpreterFrame are the same; MANAGED_DICT_OFFSET is -8.  3.14t adds
+ * thread-local bytecode copies, deferred stack references and another
+ * str state layout, and is refused until it can be tested; so is 3.15t. */
 #include "python/py_offsets.h"
 
 #include <string.h>
@@ -193,12 +206,13 @@ struct debug_layout {
         unsigned int code;   /* first word of code_object */
         unsigned int bytes;  /* first word of bytes_object */
         unsigned int unicode;
+        unsigned int ob_type; /* pyobject.ob_type */
 };
 
 /* 3.13: runtime_state at word 3 (3 words), interpreter_state at 6 (13),
  * thread_state at 19 (9), interpreter_frame at 28 (6), code_object at 34
- * (10), then pyobject 2, type_object 4, tuple 3, list 3, dict 3, float 2,
- * long 3: bytes_object at 64 (3), unicode_object at 67.  In
+ * (10), then pyobject 2 (at 44), type_object 4, tuple 3, list 3, dict 3,
+ * float 2, long 3: bytes_object at 64 (3), unicode_object at 67.  In
  * interpreter_state, imports_modules is word 11 and gil_runtime_state,
  * _enabled, _locked, _holder are words 15-18. */
 static const struct debug_layout layout_313 = {
@@ -214,13 +228,14 @@ static const struct debug_layout layout_313 = {
     .code = 34,
     .bytes = 64,
     .unicode = 67,
+    .ob_type = 45,
 };
 
 /* 3.14: interpreter_state grows to 16 words (threads_main after
  * threads_head; code_object_generation and tlbc_generation at the end),
  * interpreter_frame to 8 (stackpointer, tlbc_index), code_object to 11
  * (co_tlbc), and a 4-word set_object sits between list and dict
- * (imports_modules word 12, the GIL words 16-19). */
+ * (imports_modules word 12, the GIL words 16-19, pyobject at 50). */
 static const struct debug_layout layout_314 = {
     .interpreters_head = 5,
     .interp_next = 8,
@@ -234,6 +249,7 @@ static const struct debug_layout layout_314 = {
     .code = 39,
     .bytes = 74,
     .unicode = 77,
+    .ob_type = 51,
 };
 
 /* 3.15 (checked against the Debian 3.15.0-1 pycore_debug_offsets.h):
@@ -357,9 +373,15 @@ static void apply_layout(const uint8_t *d, const struct debug_layout *l, struct 
         /* PyCompactUnicodeObject = PyASCIIObject + utf8_length + utf8. */
         o->unicode_compact_size = o->unicode_ascii_size + 16;
         o->interp_modules = word(d, l->interp_modules);
+        o->free_threaded = word(d, 2) != 0;
+        o->object_extra = word(d, l->ob_type) - 8;
         /* _enabled is 0 in GIL builds (the field exists only in
-         * free-threaded ones, which are refused). */
-        o->gil_model = word(d, l->gil_enabled) == 0 ? PY_GIL_INTERP : PY_GIL_NONE;
+         * free-threaded ones, as offset 0 of _gil: so 0 there too).  A
+         * free-threaded build has a _gil, used only when the GIL is
+         * switched back on at run time (PYTHON_GIL=1, or an extension
+         * module that needs it); its holder is not read, see README. */
+        o->gil_model =
+            o->free_threaded || word(d, l->gil_enabled) != 0 ? PY_GIL_NONE : PY_GIL_INTERP;
         o->gil_holder = word(d, l->gil_holder);
         o->gil_locked = word(d, l->gil_locked);
 }
@@ -431,8 +453,8 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
                 *why = "unsupported CPython minor version";
                 return false;
         }
-        if (word(data, 2) != 0) {
-                *why = "free-threaded CPython builds are not supported";
+        if (word(data, 2) != 0 && minor != 13) {
+                *why = "free-threaded builds of this CPython minor are not supported";
                 return false;
         }
         if (minor == 15 && len < 8u * W315_WORDS) {
@@ -445,7 +467,8 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
         } else {
                 layout = minor == 13 ? &layout_313 : &layout_314;
                 apply_layout(data, layout, out);
-                out->heaptype_cached_keys = 880; /* not in their debug offsets */
+                /* not in their debug offsets */
+                out->heaptype_cached_keys = 880 + out->object_extra;
         }
         out->chunk_size = 8;
         out->chunk_data = 24;
@@ -453,12 +476,14 @@ bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *
         out->owner_sentinel_min = 3; /* CSTACK (3.13), INTERPRETER (3.14, 3.15) */
         out->executable_may_be_none = minor == 13;
         out->tagged_executable = minor >= 14;
-        out->code_firsttraceable = minor == 13 ? 184 : 0;
+        out->code_firsttraceable = minor == 13 ? 184 + out->object_extra : 0;
         out->dict_model = PY_DICT_LOG2;
         out->managed_dict = PY_MANAGED_INLINE;
         out->dict_values_header = 8; /* capacity, size, embedded, valid */
         out->long_tagged = true;
-        if (!plausible(out) || (minor == 15 && !plausible_315(out))) {
+        /* The only two PyObject headers there are (see py_offsets.h). */
+        if (!plausible(out) || (minor == 15 && !plausible_315(out)) ||
+            out->object_extra != (out->free_threaded ? 16u : 0u)) {
                 *why = "implausible _Py_DebugOffsets values";
                 return false;
         }

@@ -101,6 +101,15 @@ struct py_offsets {
         enum py_managed_dict managed_dict;
         uint64_t dict_values_header; /* bytes before PyDictValues.values */
         bool long_tagged;            /* 3.12+: PyLongObject.lv_tag, not ob_size */
+        /* Free-threaded builds (--disable-gil, 3.13t): PyObject carries
+         * ob_tid, ob_flags, ob_mutex, ob_gc_bits, ob_ref_local and
+         * ob_ref_shared before ob_type, 16 bytes more than a GIL build's
+         * ob_refcnt, so every field of every object moves by object_extra
+         * (0 or 16).  Objects have no PyGC_Head before them, so the managed
+         * dict pointer is the word just before the object.  There is no
+         * GIL to label (gil_model PY_GIL_NONE). */
+        bool free_threaded;
+        uint64_t object_extra;
 };
 
 #define PY_DEBUG_COOKIE      "xdebugpy"
@@ -110,8 +119,9 @@ struct py_offsets {
 bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
 
 /* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13,
- * 3.14 and 3.15 layouts).  `version` is its PY_VERSION_HEX.  Returns false (with a
- * reason) for a bad cookie, another minor, a free-threaded build or
- * implausible values. */
+ * 3.14 and 3.15 layouts, and 3.13 free-threaded).  `version` is its
+ * PY_VERSION_HEX.  Returns false (with a reason) for a bad cookie, another
+ * minor, a free-threaded build of a minor other than 3.13 or implausible
+ * values. */
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
                             uint32_t *version, const char **why);

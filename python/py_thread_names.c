@@ -28,7 +28,7 @@
 #include "python/py_long.h"
 #include "python/py_string.h"
 
-#define MODULE_DICT_AT 16 /* PyModuleObject.md_dict, 3.9–3.15 */
+#define MODULE_DICT_AT 16 /* PyModuleObject.md_dict, 3.9–3.15; + object_extra */
 
 struct collect {
         pid_t pid;
@@ -49,9 +49,11 @@ static pid_t tid_of(const struct py_threads *threads, uint64_t ident)
 static bool read_ident(pid_t pid, const struct py_offsets *o, uint64_t key, uint64_t *ident)
 {
         uint8_t object[PY_LONG_READ_MAX];
+        size_t size = py_long__read_size(o);
 
-        return remote_memory__read(pid, key, object, sizeof(object)) == sizeof(object) &&
-               py_long__decode(o, object, sizeof(object), ident);
+        return size <= sizeof(object) &&
+               remote_memory__read(pid, key, object, size) == (ssize_t)size &&
+               py_long__decode(o, object, size, ident);
 }
 
 static bool collect_thread(void *arg, uint64_t key, uint64_t thread)
@@ -83,8 +85,8 @@ static uint64_t find_active(pid_t pid, const struct py_runtime *runtime)
             remote_memory__read(pid, interp + o->interp_modules, &modules, 8) != 8)
                 return 0;
         threading = py_dict__find(pid, o, modules, "threading");
-        if (!threading ||
-            remote_memory__read(pid, threading + MODULE_DICT_AT, &dict, sizeof(dict)) != 8)
+        if (!threading || remote_memory__read(pid, threading + MODULE_DICT_AT + o->object_extra,
+                                              &dict, sizeof(dict)) != 8)
                 return 0;
         return py_dict__find(pid, o, dict, "_active");
 }

@@ -15,6 +15,11 @@ scripts/setup.sh
 mkdir -p build
 scripts/setup-collector.sh >build/setup-collector.log 2>&1 &
 collector=$!
+# The free-threaded CPython builds of tests/test_python.py, compiled from
+# Debian's source packages and cached the same way (cold: a few minutes of
+# compiling per version), also in the background; waited for likewise.
+scripts/setup-pythons-ft.sh >build/setup-pythons-ft.log 2>&1 &
+pythons_ft=$!
 scripts/setup-pythons.sh
 
 # The layout's rule (includes point one way, no cycles) and the format.
@@ -39,6 +44,13 @@ if ! wait "$collector"; then
   echo "test.sh: error: the OpenTelemetry Collector could not be built" >&2
   exit 1
 fi
+
+if ! wait "$pythons_ft"; then
+  cat build/setup-pythons-ft.log >&2
+  echo "test.sh: error: the free-threaded CPython builds failed" >&2
+  exit 1
+fi
+cat build/setup-pythons-ft.log
 
 echo "== integration tests, normal build"
 SPLUNK_PROFD_BUILD=build python3 -m pytest -q --durations=15 tests

@@ -462,11 +462,13 @@ PYTHON_ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 
 
 class Interpreter:
-    """One CPython: `root` is its chroot (None for the host's 3.11),
-    `executable` its command inside the chroot."""
+    """One CPython: `root` is its chroot (None for the host's 3.11 and the
+    free-threaded builds), `command` its interpreter inside the chroot;
+    `executable` runs on the host instead (free-threaded builds)."""
 
-    def __init__(self, name, minor, root, executable="python3"):
-        self.name, self.minor, self.root, self.executable = name, minor, root, executable
+    def __init__(self, name, minor, root, command="python3", executable=None, free_threaded=False):
+        self.name, self.minor, self.root, self.command = name, minor, root, command
+        self.executable, self.free_threaded = executable, free_threaded
 
     def install(self, files):
         """Copies files into a new directory the interpreter sees (inside
@@ -485,8 +487,18 @@ class Interpreter:
         """The host path of a path as the target sees it."""
         return Path(f"{self.root}{seen}") if self.root else Path(seen)
 
-    def argv(self, script, *args):
-        python = ["/usr/sbin/chroot", str(self.root), self.executable] if self.root else [str(HOST_PYTHON)]
+    def argv(self, script, *args, nice=True):
+        if self.executable:
+            # The targets' busy threads really run in parallel on a
+            # free-threaded build: six of workload.py's take both cores of
+            # the test machine from the profiler, whose ticks then wait
+            # for CPU (99 of 300 taken at load 4, 23 at load 19).  nice
+            # execs, so the pid is python's.  nice=False for targets
+            # without busy threads (churn.py).
+            python = ["/usr/bin/nice", "-n", "10"] if nice else []
+            python.append(str(self.executable))
+        else:
+            python = ["/usr/sbin/chroot", str(self.root), self.command] if self.root else [str(HOST_PYTHON)]
         return [*python, str(script), *(str(a) for a in args)]
 
     def __repr__(self):
@@ -501,6 +513,28 @@ PYTHON_CHROOTS = {
     "3.15-forky": ((3, 15), "python3.15"),
 }
 PYTHON_NAMES = ["3.9-bullseye", "3.11-host", "3.13-trixie", "3.14-forky", "3.15-forky"]
+
+# Free-threaded (--disable-gil) builds of Debian's source packages, made by
+# scripts/setup-pythons-ft.sh (minutes of compiling: scripts/test.sh runs it
+# in the background; the fixture never does) into <cache>/<name>/python and
+# run in place on the host.  A test of one that is absent is skipped, with
+# the command that builds it.  3.14t is built by that script too when the
+# mirror serves its sources, but the reader refuses it so far: not listed.
+PYTHONS_FT_SETUP = REPO / "scripts" / "setup-pythons-ft.sh"
+PYTHON_FT_BUILDS = {"3.13t-trixie": (3, 13)}
+PYTHON_FT_NAMES = list(PYTHON_FT_BUILDS)
+# Free-threaded first: pytest keeps the last parameter's instance of a
+# module-scoped fixture until the module ends, and a free-threaded
+# workload.py left running keeps both cores busy for the tests after it.
+PYTHON_ALL_NAMES = PYTHON_FT_NAMES + PYTHON_NAMES
+
+
+def python_ft_missing(name):
+    """Why the free-threaded build `name` cannot be used, or None."""
+    d = PYTHONS_CACHE / name
+    if (d / "stamp").is_file() and (d / "python").exists():
+        return None
+    return f"free-threaded {name} not built in {d}: run {PYTHONS_FT_SETUP} (as root, ~5 min)"
 
 
 def _pythons_ready():
@@ -529,11 +563,23 @@ def pythons():
     if not HOST_PYTHON.is_file():
         pytest.fail(f"{HOST_PYTHON} missing: apt-get install python3.11", pytrace=False)
     found = {
-        name: Interpreter(name, minor, PYTHONS_CACHE / name / "root", executable)
-        for name, (minor, executable) in PYTHON_CHROOTS.items()
+        name: Interpreter(name, minor, PYTHONS_CACHE / name / "root", command)
+        for name, (minor, command) in PYTHON_CHROOTS.items()
     }
     found["3.11-host"] = Interpreter("3.11-host", (3, 11), None)
+    for name, minor in PYTHON_FT_BUILDS.items():
+        if not python_ft_missing(name):
+            found[name] = Interpreter(name, minor, None, executable=PYTHONS_CACHE / name / "python",
+                                      free_threaded=True)
     return found
+
+
+def python_interpreter(pythons, name):
+    """pythons[name], or skips the test when that free-threaded build is
+    absent (the chroots and the host's 3.11 are always there)."""
+    if name not in pythons:
+        pytest.skip(python_ft_missing(name) or f"{name} unavailable")
+    return pythons[name]
 
 
 def python_source_lines(path):

@@ -106,6 +106,18 @@ static void test_long(void)
         CHECK(!py_long__decode(&tagged, obj, sizeof(obj), &v));
         put64(obj, 16, 9 << 3);
         CHECK(!py_long__decode(&tagged, obj, sizeof(obj), &v));
+
+        /* Free-threaded: the same int 16 bytes further in. */
+        struct py_offsets ft = tagged;
+        ft.object_extra = 16;
+        CHECK(py_long__read_size(&tagged) == 40 && py_long__read_size(&ft) == 56);
+        memset(obj, 0, sizeof(obj));
+        for (unsigned i = 0; i < 2; i++)
+                put32(obj, 40 + 4 * i, (uint32_t)((ident >> (30 * i)) & 0x3fffffff));
+        put64(obj, 32, 2 << 3);
+        CHECK(py_long__decode(&ft, obj, py_long__read_size(&ft), &v) && v == ident);
+        CHECK(!py_long__decode(&tagged, obj, py_long__read_size(&tagged), &v) || v != ident);
+        CHECK(!py_long__decode(&ft, obj, 40, &v)); /* short copy */
 }
 
 static void test_gil(void)
