@@ -53,7 +53,10 @@ fi
 cat build/setup-pythons-ft.log
 
 echo "== integration tests, normal build"
-SPLUNK_PROFD_BUILD=build python3 -m pytest -q --durations=15 tests
+# The soak test at its shortest (120 s of churn; SPLUNK_PROFD_SOAK_SECONDS
+# lengthens it): CI must stay within 30 minutes from a fresh machine.
+SPLUNK_PROFD_SOAK_SECONDS=${SPLUNK_PROFD_SOAK_SECONDS:-120} SPLUNK_PROFD_BUILD=build python3 -m pytest -q --durations=15 tests
 echo "== integration tests, ASan+UBSan build"
 SPLUNK_PROFD_BUILD=build-asan SPLUNK_PROFD=build-asan/splunk-profd python3 -m pytest -q --durations=15 tests
-python3 bench/run.py --quick --build build  # benchmark harness smoke run: every cell a number, no timing assertions
+# The benchmarks (bench/run.py, ~42 min; --quick ~3.5 min) are not part of
+# the tests: they measure, and CI's 30 minutes have no room for them.

@@ -41,6 +41,17 @@ CPP_STACK = [
 # --------------------------------------------------------------- /proc
 
 
+def is_asan_build(binary):
+    """Whether the daemon binary is the ASan+UBSan build."""
+    if "asan" in str(binary).lower():
+        return True
+    try:
+        deps = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "libasan" in deps
+
+
 def proc_status(pid):
     """/proc/PID/status (or /proc/PID/task/TID/status) as a dict; None if gone."""
     try:
