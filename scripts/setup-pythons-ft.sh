@@ -36,6 +36,8 @@ set -euo pipefail
 trap 'echo "setup-pythons-ft: error: command failed (exit $?) at line $LINENO" >&2' ERR
 # The whole script is one function, read by bash before it runs, so that
 # editing this file while it runs cannot derail it.
+# shellcheck source=scripts/debian-mirror.sh
+source "$(dirname "${BASH_SOURCE[0]}")/debian-mirror.sh"
 main() {
   export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"
 
@@ -66,23 +68,6 @@ main() {
     apt-get -o DPkg::Lock::Timeout=600 update -qq
     apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-
-  # Same as scripts/setup-pythons.sh: the first Debian archive URI of the
-  # APT sources (deb822 *.sources or one-line sources.list).
-  find_mirror() {
-    local f uri
-    for f in /etc/apt/sources.list.d/*.sources; do
-      [[ -f $f ]] || continue
-      uri=$(awk '/^URIs:/ {for (i = 2; i <= NF; i++) print $i}' "$f" | grep -E '/debian/?$' | head -1 || true)
-      [[ -n $uri ]] && { echo "${uri%/}"; return; }
-    done
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-      [[ -f $f ]] || continue
-      uri=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/) { print $i; break } }' "$f" \
-        | grep -E '/debian/?$' | head -1 || true)
-      [[ -n $uri ]] && { echo "${uri%/}"; return; }
-    done
-  }
 
   MIRROR=${SPLUNK_PROFD_DEBIAN_MIRROR:-$(find_mirror)}
   [[ -n $MIRROR ]] || die "no Debian mirror in /etc/apt/sources.list{,.d/*}; set SPLUNK_PROFD_DEBIAN_MIRROR"
