@@ -61,9 +61,10 @@ struct thread_record {
         char span_id[17];
         uint8_t trace_flags;
         size_t n_attrs;
-        const char *keys[THREAD_CONTEXT_MAX_ATTRS];
-        char values[THREAD_CONTEXT_MAX_ATTRS][256];
         bool unknown_key; /* an index beyond the key map: refresh the map */
+        const char *keys[THREAD_CONTEXT_MAX_ATTRS];
+        /* Last: thread_record__decode clears everything before it only. */
+        char values[THREAD_CONTEXT_MAX_ATTRS][256];
 };
 
 enum thread_record_state {
