@@ -277,6 +277,7 @@ def test_sighup_bad_config_warns_keeps_settings_sigterm_works(watch, tmp_path):
     daemon = watch.start_daemon("--config", config, interval=None)
     busy = watch.spawn(BUSY.format(secs=60))
     wait_for(lambda: traced_by(busy.pid, daemon), 5, "target traced")
+    time.sleep(1.0)  # some 100-ms ticks before the reloads (an ASan build on a loaded host had none)
     bad = [("fifo", "not a regular file"), ("nul", "NUL byte"), ("dir", "not a regular file")]
     for n, (kind, words) in enumerate(bad, 1):
         config.unlink() if not config.is_dir() else config.rmdir()
