@@ -311,22 +311,32 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                         threads += registry->targets.targets[i]->n_threads;
                 if (registry->exporter)
                         exporter__stats_running(registry->exporter, &e);
-                log_notice("health: targets=%zu threads=%llu samples_per_s=%.1f skipped=%llu "
-                           "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
-                           "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "
-                           "discovery=%s",
-                           target_set__live_count(&registry->targets), (unsigned long long)threads,
-                           (double)(registry->stats.samples - watch->health_samples) / period,
-                           (unsigned long long)(registry->stats.skipped - watch->health_skipped),
-                           (unsigned long long)watch->attached, (unsigned long long)watch->forks,
-                           (unsigned long long)watch->released, (unsigned long long)watch->exited,
-                           (long long)registry->config.interval_ms, e.peak_queue_bytes,
-                           (unsigned long long)e.dropped_records,
-                           (unsigned long long)e.failed_records,
-                           watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan");
+                const struct run_stats *st = &registry->stats;
+                log_notice(
+                    "health: targets=%zu threads=%llu samples_per_s=%.1f skipped=%llu "
+                    "ticks_asked=%llu ticks_taken=%llu samples_asked=%llu samples_taken=%llu "
+                    "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
+                    "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "
+                    "discovery=%s",
+                    target_set__live_count(&registry->targets), (unsigned long long)threads,
+                    (double)(registry->stats.samples - watch->health_samples) / period,
+                    (unsigned long long)(registry->stats.skipped - watch->health_skipped),
+                    (unsigned long long)(st->ticks + st->ticks_missed - watch->health_ticks -
+                                         watch->health_ticks_missed),
+                    (unsigned long long)(st->ticks - watch->health_ticks),
+                    (unsigned long long)(st->thread_samples_asked - watch->health_samples_asked),
+                    (unsigned long long)(st->samples - watch->health_samples),
+                    (unsigned long long)watch->attached, (unsigned long long)watch->forks,
+                    (unsigned long long)watch->released, (unsigned long long)watch->exited,
+                    (long long)registry->config.interval_ms, e.peak_queue_bytes,
+                    (unsigned long long)e.dropped_records, (unsigned long long)e.failed_records,
+                    watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan");
         }
         watch->health_samples = registry->stats.samples;
         watch->health_skipped = registry->stats.skipped;
+        watch->health_ticks = registry->stats.ticks;
+        watch->health_ticks_missed = registry->stats.ticks_missed;
+        watch->health_samples_asked = registry->stats.thread_samples_asked;
         watch->next_health_ns = now_ns + (uint64_t)(period * 1e9);
 }
 

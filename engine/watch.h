@@ -11,7 +11,9 @@
 struct watch {
         struct discovery discovery;
         uint64_t next_health_ns;
-        uint64_t health_samples, health_skipped; /* at the last health line */
+        /* The counters at the last health line, for its per-period values. */
+        uint64_t health_samples, health_skipped;
+        uint64_t health_ticks, health_ticks_missed, health_samples_asked;
         uint64_t attached, released, exited, forks;
         uint64_t freed_since_trim, last_trim_ns; /* heap trimming after exits */
         uint64_t prepared_at_tick;      /* last tick after which a late set-up was forced */

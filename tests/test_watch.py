@@ -482,3 +482,27 @@ def test_a_program_that_execs_into_python_gets_python_frames(watch, tmp_path, la
     profile = watch.stop()
     napping = [s for s in profile.samples if any(f["function"] == "napping_after_exec" for f in s["frames"])]
     assert len(napping) >= 10, (len(profile.samples), watch.log()[-2000:])
+
+
+def test_health_line_reports_coverage_per_period(watch):
+    """Issue 16 item 5: each health line says how much of the asked time
+    it covers: the ticks of the grid and the thread-samples they asked for
+    since the last line, against those taken."""
+    watch.start_daemon("--health-interval", "1", interval=20, output=False, verbose=False)
+    busy = watch.spawn(BUSY.format(secs=30))
+    wait_for(lambda: traced_by(busy.pid, watch.daemon), 10, "target traced")
+    wait_for(lambda: sum("health:" in l for l in watch.log().splitlines()) >= 4, 15, "four health lines")
+    lines = [l for l in watch.log().splitlines() if "health:" in l]
+    watch.stop()
+
+    def field(line, name):
+        return int(line.split(f" {name}=")[1].split()[0])
+
+    last = lines[-1]  # a whole period with the target traced
+    asked, taken = field(last, "ticks_asked"), field(last, "ticks_taken")
+    # 1 s at 20 ms: ~50 grid points (the period is measured between lines).
+    assert 35 <= asked <= 70, last
+    assert 0 < taken <= asked, last
+    samples_asked, samples_taken = field(last, "samples_asked"), field(last, "samples_taken")
+    assert samples_asked >= taken, last  # at least the one target thread at each tick
+    assert 0 < samples_taken <= samples_asked, last
