@@ -366,6 +366,13 @@ static void refresh_segment(struct context_reader *reader, struct target *target
         }
 }
 
+bool context_reader__needs_fs_base(const struct context_reader *reader,
+                                   const struct tthread *thread)
+{
+        return !thread->tls_fs_base && reader->tls.has_module &&
+               process_context__tls_schema_ok(&reader->process);
+}
+
 void context_reader__capture(const struct context_reader *reader, struct tthread *thread)
 {
         if (thread->capture.kind == CAPTURE_STOPPED)

@@ -77,6 +77,12 @@ bool context_reader__refresh(struct context_reader *reader, struct target *targe
  * resource should be rebuilt.) */
 void context_reader__clear(struct context_reader *reader);
 
+/* Whether the thread's OTEP 4947 record can be found only once its
+ * fs_base is known, which takes one ptrace-stop: the process publishes
+ * thread contexts and the thread has never been stopped. */
+bool context_reader__needs_fs_base(const struct context_reader *reader,
+                                   const struct tthread *thread);
+
 /* Stop window: copies this thread's slot into its capture with one
  * bounded process_vm_readv (nothing when it has no slot), and its OTEP 4947
  * record (two reads; more the first time in dynamic TLS).  A stopped

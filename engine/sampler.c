@@ -519,8 +519,12 @@ static void unwind_capture(struct registry *registry, struct target *target, str
         /* Taken before its Python frames could be read: read it again. */
         thread->last_stack_valid =
             !profiled->python || py_process__sample_reusable(profiled->python, &thread->capture);
+        /* A stop, if the call restarts unseen: for the registers the walk
+         * lacked, or once for the fs_base that locates its OTEP 4947 record
+         * (a thread blocked since before the attach never stopped). */
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
-                             stack->end == UNWIND_NEEDS_REGISTERS &&
+                             (stack->end == UNWIND_NEEDS_REGISTERS ||
+                              context_reader__needs_fs_base(&profiled->context, thread)) &&
                              syscall_restart__is_transparent(thread->capture.blocked.syscall_nr);
         /* An idle thread reuses this stack, unless a bigger copy could
          * complete it next time, or a stop is to complete it: the re-stop

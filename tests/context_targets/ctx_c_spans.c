@@ -4,6 +4,8 @@
  * splunk_profd_context_clear().  Ids have leading zero bytes on purpose.
  * Prints one line per thread, "TID TRACE_HEX SPAN_HEX", then "ready".
  *
+ * With CTX_WORKERS_BLOCK=1 each worker enters its span once and then
+ * blocks in pause() for good (a thread that never runs after the attach).
  * With CTX_MAIN_EXITS=1 in the environment the main thread calls
  * pthread_exit after "ready": the workers run on under a zombie leader.
  *
@@ -92,6 +94,11 @@ static void *worker(void *arg)
         printf("\n");
         fflush(stdout);
         pthread_mutex_unlock(&print_lock);
+        if (getenv("CTX_WORKERS_BLOCK") && strcmp(getenv("CTX_WORKERS_BLOCK"), "1") == 0) {
+                splunk_profd_context_set(trace_id, span_id, 1);
+                for (;;)
+                        pause();
+        }
         for (;;) {
                 splunk_profd_context_set(trace_id, span_id, 1);
                 in_span_work();
