@@ -10,7 +10,7 @@
  *     created it (_PyThreadStateImpl.asyncio_tasks_head) and, once that
  *     thread has exited, of the interpreter; the offsets come from the
  *     module's .AsyncioDebug section (py_asyncio_offsets.c);
- *   - 3.11: asyncio.tasks._all_tasks, 3.13: asyncio.tasks._scheduled_tasks
+ *   - 3.9 and 3.11: asyncio.tasks._all_tasks, 3.13: asyncio.tasks._scheduled_tasks
  *     (WeakSets: their `data` set holds weakrefs to the tasks) and
  *     asyncio.tasks._eager_tasks (a set of the eager tasks running their
  *     first step).
@@ -18,17 +18,18 @@
  * finished), its thread its loop's _thread_id (py_asyncio).
  *
  * The await chain: the task's coroutine, its frame (embedded in the
- * coroutine object), and while suspended in an await, the object it
- * awaits, on the top of its value stack (3.11/3.13: localsplus[stacktop -
- * 1]; 3.14: stackpointer[-1], a tagged reference; 3.15 keeps one more
- * item above it); followed while that object is a coroutine of the same
+ * coroutine object; 3.9: the frame object cr_frame), and while suspended
+ * in an await, the object it awaits, on the top of its value stack (3.9:
+ * f_stacktop[-1]; 3.11/3.13: localsplus[stacktop - 1]; 3.14:
+ * stackpointer[-1], a tagged reference; 3.15 keeps one more item above
+ * it); followed while that object is a coroutine of the same
  * type, PY_TASK_FRAMES_MAX deep at most, a coroutine seen twice ending it.
  * The layout of futures, coroutines and their frames is not in any debug
  * offsets CPython publishes before 3.14 nor in 3.14's for the value stack:
  * it was measured on each build (ctypes: the words equal to id(loop),
  * id(coro.cr_code), id(coro.cr_await), the byte that reads 0/1/2 in a
- * pending/cancelled/finished future).  Other minors and free-threaded
- * builds list nothing.
+ * pending/cancelled/finished future, the words of a 3.9 frame object
+ * pointing into it).  3.10, 3.12 and free-threaded builds list nothing.
  *
  * Who waits on whom: a task's fut_waiter is the future it waits on; when
  * that is a listed task, or a gather's future whose `_children` holds
@@ -65,20 +66,21 @@
 /* The measured layout of futures and coroutines (x86-64, GIL builds). */
 struct layout {
         unsigned int minor;
-        uint64_t state;      /* FutureObj.fut_state (int) */
-        uint64_t waiter;     /* TaskObj.task_fut_waiter */
-        uint64_t frame;      /* the frame inside a coroutine object */
-        uint64_t stack;      /* in the frame: stacktop (int) or stackpointer */
-        uint64_t localsplus; /* in the frame */
-        bool stack_pointer;  /* 3.14+: `stack` is a pointer past the top */
-        unsigned int slot;   /* the awaited object is slot-th from the top */
+        uint64_t state;     /* FutureObj.fut_state (int) */
+        uint64_t waiter;    /* TaskObj.task_fut_waiter */
+        uint64_t frame;     /* in a coroutine: its frame (3.11+), or a pointer to it */
+        bool frame_object;  /* 3.9: `frame` holds a pointer to a PyFrameObject */
+        uint64_t head;      /* frame bytes read: up to localsplus, or past f_lasti */
+        uint64_t stack;     /* in the frame: stacktop (int) or a pointer past the top */
+        uint64_t bottom;    /* in the frame: localsplus, or (3.9) f_valuestack's word */
+        bool stack_pointer; /* `stack` is a pointer (3.9, 3.14+) */
+        unsigned int slot;  /* the awaited object is slot-th from the top */
 };
 
 static const struct layout layouts[] = {
-    {11, 88, 128, 80, 64, 72, false, 1},
-    {13, 96, 112, 72, 64, 72, false, 1},
-    {14, 104, 120, 72, 64, 80, true, 1},
-    {15, 104, 120, 72, 64, 80, true, 2},
+    {9, 80, 144, 16, true, 112, 72, 64, true, 1},   {11, 88, 128, 80, false, 72, 64, 72, false, 1},
+    {13, 96, 112, 72, false, 72, 64, 72, false, 1}, {14, 104, 120, 72, false, 80, 64, 80, true, 1},
+    {15, 104, 120, 72, false, 80, 64, 80, true, 2},
 };
 
 struct tasks {
@@ -110,6 +112,43 @@ static struct py_task *tasks__find(struct tasks *t, uint64_t address)
         return NULL;
 }
 
+/* The line a frame is at, from its copied head. */
+static int64_t frame_line(const struct tasks *t, const uint8_t *frame, uint64_t executable,
+                          struct py_code *code)
+{
+        const struct py_offsets *o = t->o;
+        uint64_t instr, base = executable + o->code_adaptive;
+        int32_t lasti;
+
+        if (o->model == PY_FRAMES_OBJECTS) {
+                memcpy(&lasti, frame + o->frame_instr, sizeof(lasti));
+                return py_code__line(code, o->minor, lasti);
+        }
+        memcpy(&instr, frame + o->frame_instr, sizeof(instr));
+        return instr >= base ? py_code__line(code, o->minor, (int64_t)(instr - base) / 2) : -1;
+}
+
+/* Where the frame's awaited object is, from its copied head, or 0. */
+static uint64_t awaited_slot(const struct tasks *t, const uint8_t *frame, uint64_t at)
+{
+        const struct layout *l = t->l;
+        uint64_t bottom = at + l->bottom, stack;
+        int32_t top;
+
+        if (l->frame_object)
+                memcpy(&bottom, frame + l->bottom, sizeof(bottom));
+        if (l->stack_pointer) {
+                memcpy(&stack, frame + l->stack, sizeof(stack));
+                return stack >= bottom + 8 * l->slot && stack <= bottom + 8 * STACK_DEPTH_MAX
+                           ? stack - 8 * l->slot
+                           : 0;
+        }
+        memcpy(&top, frame + l->stack, sizeof(top));
+        if (top < (int32_t)l->slot || top > STACK_DEPTH_MAX)
+                return 0;
+        return bottom + 8 * (uint64_t)(top - (int32_t)l->slot);
+}
+
 /* The frame of `coro`, appended to task's chain; false when it does not
  * decode.  *awaited: what it awaits, or 0. */
 static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t coro,
@@ -118,41 +157,28 @@ static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t cor
         const struct py_offsets *o = t->o;
         const struct layout *l = t->l;
         uint8_t frame[FRAME_HEAD_MAX];
-        uint64_t executable, instr, stack, slot;
+        uint64_t executable, at = coro + l->frame, slot;
         struct py_code *code;
 
         *awaited = 0;
-        if (l->localsplus > sizeof(frame) || o->frame_code + 8 > l->localsplus ||
-            o->frame_instr + 8 > l->localsplus ||
-            remote_memory__read(t->a->pid, coro + l->frame, frame, l->localsplus) !=
-                (ssize_t)l->localsplus)
+        if (l->frame_object && !read_word(t->a->pid, at, &at))
+                return false;
+        if (l->head > sizeof(frame) || o->frame_code + 8 > l->head ||
+            o->frame_instr + 8 > l->head || l->stack + 8 > l->head ||
+            (l->frame_object && l->bottom + 8 > l->head) ||
+            remote_memory__read(t->a->pid, at, frame, l->head) != (ssize_t)l->head)
                 return false;
         memcpy(&executable, frame + o->frame_code, 8);
-        memcpy(&instr, frame + o->frame_instr, 8);
         if (o->tagged_executable)
                 executable &= ~STACKREF_TAG_BITS;
         if (!plausible(executable) || !(code = py_code__get(t->codes, executable, t->now_ns)))
                 return false;
-        uint64_t base = executable + o->code_adaptive;
         task->frames[task->n_frames++] = (struct py_task_frame){
             .function = code->name,
             .file = code->filename,
-            .line = instr >= base ? py_code__line(code, o->minor, (int64_t)(instr - base) / 2) : -1,
+            .line = frame_line(t, frame, executable, code),
         };
-        if (l->stack_pointer) {
-                memcpy(&stack, frame + l->stack, 8);
-                uint64_t bottom = coro + l->frame + l->localsplus;
-                if (stack < bottom + 8 * l->slot || stack > bottom + 8 * STACK_DEPTH_MAX)
-                        return true;
-                slot = stack - 8 * l->slot;
-        } else {
-                int32_t top;
-                memcpy(&top, frame + l->stack, sizeof(top));
-                if (top < (int32_t)l->slot || top > STACK_DEPTH_MAX)
-                        return true;
-                slot = coro + l->frame + l->localsplus + 8 * (uint64_t)(top - (int32_t)l->slot);
-        }
-        if (read_word(t->a->pid, slot, awaited))
+        if ((slot = awaited_slot(t, frame, at)) && read_word(t->a->pid, slot, awaited))
                 *awaited &= ~STACKREF_TAG_BITS;
         return true;
 }

@@ -33,8 +33,8 @@ struct py_task {
 };
 
 /* After the resume: every task of the process (3.14+: the per-thread and
- * per-interpreter task lists; 3.11 and 3.13: asyncio.tasks' WeakSet of
- * tasks, and 3.13's set of eager tasks), at most PY_TASKS_MAX, in *out
+ * per-interpreter task lists; 3.9, 3.11 and 3.13: asyncio.tasks' WeakSet
+ * of tasks, and 3.13's set of eager tasks), at most PY_TASKS_MAX, in *out
  * (malloc'ed, the caller frees it).  `threads` gives the thread states
  * (3.14+), `codes` decodes the chain's code objects.  Returns how many, 0
  * when asyncio is not imported or its layout is unknown (other versions,
