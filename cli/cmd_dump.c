@@ -400,11 +400,13 @@ static const struct dump_task *find_task(const struct dump_process *process, uin
         return NULL;
 }
 
-/* name  state  coro_a (file:line) <- coro_b (file:line)  awaited_by="x" */
+/* name  state  coro_a (file:line) <- coro_b (file:line)  awaited_by="x",
+ * indented two more spaces per level of the await tree. */
 static void print_task_text(const struct dump_process *process, const struct dump_task *task,
-                            FILE *out)
+                            unsigned int depth, FILE *out)
 {
-        fprintf(out, "    \"%s\" %s", task->name ? task->name : "?", task->state);
+        fprintf(out, "    %*s\"%s\" %s", 2 * (int)depth, "", task->name ? task->name : "?",
+                task->state);
         for (size_t f = 0; f < task->n_frames; f++) {
                 const struct dump_frame *frame = &task->frames[f];
                 fprintf(out, "%s%s", f ? " <- " : "  ", frame->function);
@@ -423,27 +425,84 @@ static void print_task_text(const struct dump_process *process, const struct dum
         fputc('\n', out);
 }
 
+#define TASK_TREE_DEPTH 16
+
+/* The tasks of one loop thread, as an await tree (python -m asyncio
+ * pstree): each task once, under the first task that awaits it. */
+struct task_tree {
+        const struct cmd_dump *dump;
+        const struct dump_process *process;
+        pid_t tid;   /* 0: tasks whose thread is unknown */
+        bool *shown; /* per task of the process */
+        FILE *out;
+};
+
+static bool task_tree__member(const struct task_tree *tree, const struct dump_task *task)
+{
+        return thread_tid(tree->dump, tree->process->pid, task->thread) == tree->tid;
+}
+
+/* Whether a task of this tree awaits `task`. */
+static bool task_tree__awaited(const struct task_tree *tree, const struct dump_task *task)
+{
+        for (size_t i = 0; i < task->n_awaited_by; i++) {
+                const struct dump_task *by = find_task(tree->process, task->awaited_by[i]);
+                if (by && by != task && task_tree__member(tree, by))
+                        return true;
+        }
+        return false;
+}
+
+static void task_tree__print(struct task_tree *tree, size_t t, unsigned int depth)
+{
+        const struct dump_process *process = tree->process;
+        const struct dump_task *task = &process->tasks[t];
+
+        tree->shown[t] = true;
+        print_task_text(process, task, depth, tree->out);
+        if (depth == TASK_TREE_DEPTH)
+                return;
+        for (size_t c = 0; c < process->n_tasks; c++) {
+                const struct dump_task *child = &process->tasks[c];
+                if (tree->shown[c] || !task_tree__member(tree, child))
+                        continue;
+                for (size_t i = 0; i < child->n_awaited_by; i++)
+                        if (child->awaited_by[i] == task->address && !tree->shown[c])
+                                task_tree__print(tree, c, depth + 1);
+        }
+}
+
 /* After a process's threads: its tasks, one section per loop thread
- * (threads by OS id, then tasks whose thread is unknown). */
+ * (threads by OS id, then tasks whose thread is unknown): the tasks no
+ * other awaits first, each followed by what it awaits; then any left
+ * (awaiting each other in a cycle). */
 static void print_tasks_text(const struct cmd_dump *dump, const struct dump_process *process,
                              FILE *out)
 {
+        _cleanup_free_ bool *shown = calloc(process->n_tasks ? process->n_tasks : 1, sizeof(bool));
+        struct task_tree tree = {.dump = dump, .process = process, .shown = shown, .out = out};
+
+        if (!shown)
+                return;
         for (size_t i = 0; i <= dump->n_threads; i++) {
-                pid_t tid = i < dump->n_threads ? dump->threads[i].tid : 0;
                 bool header = false;
                 if (i < dump->n_threads && dump->threads[i].pid != process->pid)
                         continue;
-                for (size_t t = 0; t < process->n_tasks; t++) {
-                        const struct dump_task *task = &process->tasks[t];
-                        if (thread_tid(dump, process->pid, task->thread) != tid)
-                                continue;
-                        if (!header && tid)
-                                fprintf(out, "Tasks of the loop on thread %d:\n", (int)tid);
-                        else if (!header)
-                                fputs("Tasks of a loop on no known thread:\n", out);
-                        header = true;
-                        print_task_text(process, task, out);
-                }
+                tree.tid = i < dump->n_threads ? dump->threads[i].tid : 0;
+                for (int pass = 0; pass < 2; pass++)
+                        for (size_t t = 0; t < process->n_tasks; t++) {
+                                const struct dump_task *task = &process->tasks[t];
+                                if (shown[t] || !task_tree__member(&tree, task) ||
+                                    (pass == 0 && task_tree__awaited(&tree, task)))
+                                        continue;
+                                if (!header && tree.tid)
+                                        fprintf(out, "Tasks of the loop on thread %d:\n",
+                                                (int)tree.tid);
+                                else if (!header)
+                                        fputs("Tasks of a loop on no known thread:\n", out);
+                                header = true;
+                                task_tree__print(&tree, t, 0);
+                        }
                 if (header)
                         fputc('\n', out);
         }

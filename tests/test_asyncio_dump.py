@@ -6,7 +6,8 @@ on each other (a gather of two children waiting on an asyncio.Event, one
 through a middle coroutine), one sleeps, one runs ("spinner") and one has
 finished.  One dump, text and --json, must list each task with its name,
 its state, the coroutine functions of its await chain (innermost first),
-the thread of its loop and who awaits it (python/py_asyncio_tasks.c)."""
+the thread of its loop and who awaits it (python/py_asyncio_tasks.c);
+the text indents each task under the one awaiting it."""
 
 import json
 import re
@@ -76,7 +77,10 @@ def test_dump_lists_every_task(name, pythons, profd):
     lines = section[1]
     for task, chain in CHAINS.items():
         joined = " <- ".join(rf"{c} \([^)]*:\d+\)" for c in chain)
-        pattern = rf'^    "{task}" pending  (.* <- )?{joined}'
+        pattern = rf'^ +"{task}" pending  (.* <- )?{joined}'
         assert re.search(pattern, lines, re.M), (pattern, lines)
-    assert re.search(r'^    "child-a" pending  .* <- middle \(.* <- child_a \(.*  awaited_by="main"$', lines, re.M), lines
-    assert re.search(r'^    "spinner" pending  .*\bspinner \(', lines, re.M), lines
+    assert re.search(r'^ +"child-a" pending  .* <- middle \(.* <- child_a \(.*  awaited_by="main"$', lines, re.M), lines
+    assert re.search(r'^ +"spinner" pending  .*\bspinner \(', lines, re.M), lines
+    # the await tree: main() first, the gather's children two levels under it
+    assert re.search(r'^    "Task-\d+" pending  main \(', lines, re.M), lines
+    assert re.search(r'^        "child-b" pending ', lines, re.M), lines
