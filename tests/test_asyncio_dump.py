@@ -7,7 +7,8 @@ through a middle coroutine), one sleeps, one runs ("spinner") and one has
 finished.  One dump, text and --json, must list each task with its name,
 its state, the coroutine functions of its await chain (innermost first),
 the thread of its loop and who awaits it (python/py_asyncio_tasks.c);
-the text indents each task under the one awaiting it."""
+the text indents each task under the one awaiting it.  A second thread's
+loop gets its own section."""
 
 import json
 import re
@@ -71,6 +72,11 @@ def test_dump_lists_every_task(name, pythons, profd):
     assert js.returncode == 0, js
     processes = json.loads(js.stdout)["processes"]
     check_json(processes[0]["tasks"], target.pid, interpreter.minor[1])
+    # the other thread's loop: its task has that thread
+    loop2 = [t["tid"] for t in processes[0]["threads"] if t["python_name"] == "loop2"]
+    remote = [t for t in processes[0]["tasks"] if t["name"] == "remote"]
+    assert loop2 and remote and remote[0]["thread"] == loop2[0], processes[0]
+    assert [base(f["function"]) for f in remote[0]["frames"]] == ["sleep", "remote"], remote
     assert text.returncode == 0, text
     section = text.stdout.split(f"Tasks of the loop on thread {target.pid}:\n", 1)
     assert len(section) == 2, text.stdout
@@ -84,3 +90,4 @@ def test_dump_lists_every_task(name, pythons, profd):
     # the await tree: main() first, the gather's children two levels under it
     assert re.search(r'^    "Task-\d+" pending  main \(', lines, re.M), lines
     assert re.search(r'^        "child-b" pending ', lines, re.M), lines
+    assert re.search(rf'^Tasks of the loop on thread {loop2[0]}:\n +"Task-\d+" pending .*\n +"remote" pending  sleep ', text.stdout, re.M), text.stdout

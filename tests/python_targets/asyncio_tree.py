@@ -4,12 +4,14 @@
 asyncio.Event, child-a through one more coroutine (middle); "sleeper"
 waits in asyncio.sleep; "spinner" runs (argument "spin": it spins in
 spin_step, yielding every 2 ms; else it waits on the Event too).  A
-finished task ("finished") stays referenced.  Prints "ready", then a JSON
-line with the version, and runs until killed."""
+finished task ("finished") stays referenced.  A second thread ("loop2")
+runs its own loop, whose task "remote" sleeps.  Prints "ready", then a
+JSON line with the version, and runs until killed."""
 
 import asyncio
 import json
 import sys
+import threading
 import time
 
 
@@ -57,7 +59,16 @@ async def main_task(event):
     )
 
 
+async def remote():
+    await asyncio.sleep(3600)
+
+
+async def other_main():
+    await asyncio.create_task(remote(), name="remote")
+
+
 async def main():
+    threading.Thread(target=asyncio.run, args=(other_main(),), name="loop2", daemon=True).start()
     event = asyncio.Event()
     done = asyncio.create_task(finished(), name="finished")
     await done
