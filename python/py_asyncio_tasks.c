@@ -50,18 +50,20 @@
 #include "python/py_runtime.h"
 #include "util/cleanup.h"
 
-#define MODULE_DICT_AT    16 /* PyModuleObject.md_dict */
-#define OBJECT_TYPE_AT    8
-#define TYPE_BASICSIZE_AT 32
-#define TASK_LOOP_AT      16 /* FutureObj.fut_loop, first after the header */
-#define WEAKREF_OBJECT_AT 16 /* PyWeakReference.wr_object */
-#define SET_MASK_AT       32 /* PySetObject.mask, then .table */
-#define SET_ENTRIES_MAX   8192
-#define LIST_SIZE_AT      16 /* PyListObject ob_size, then ob_item */
-#define CHILDREN_MAX      256
-#define STACK_DEPTH_MAX   4096 /* value-stack slots believed */
-#define STACKREF_TAG_BITS 3ull
-#define FRAME_HEAD_MAX    128
+#define MODULE_DICT_AT     16 /* PyModuleObject.md_dict */
+#define OBJECT_TYPE_AT     8
+#define TYPE_BASICSIZE_AT  32
+#define TASK_LOOP_AT       16 /* FutureObj.fut_loop, first after the header */
+#define WEAKREF_OBJECT_AT  16 /* PyWeakReference.wr_object */
+#define SET_MASK_AT        32 /* PySetObject.mask, then .table */
+#define SET_ENTRIES_MAX    8192
+#define LIST_SIZE_AT       16 /* PyListObject ob_size, then ob_item */
+#define CHILDREN_MAX       256
+#define STACK_DEPTH_MAX    4096 /* value-stack slots believed */
+#define STACKREF_TAG_BITS  3ull
+#define FRAME_HEAD_MAX     128
+#define COROUTINE_READ_MAX 256
+#define TASK_READ_MAX      1024 /* py_asyncio_offsets.c TASK_SIZE_MAX */
 
 /* The measured layout of futures and coroutines (x86-64, GIL builds). */
 struct layout {
@@ -149,25 +151,38 @@ static uint64_t awaited_slot(const struct tasks *t, const uint8_t *frame, uint64
         return bottom + 8 * (uint64_t)(top - (int32_t)l->slot);
 }
 
-/* The frame of `coro`, appended to task's chain; false when it does not
- * decode.  *awaited: what it awaits, or 0. */
-static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t coro,
+/* The frame of `coro`, appended to task's chain when its type is *type
+ * (or any, *type 0: then set); false when it does not decode.  One read
+ * (3.11+: the coroutine with its frame; 3.9 two).  *awaited: what it
+ * awaits, or 0. */
+static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t coro, uint64_t *type,
                              uint64_t *awaited)
 {
         const struct py_offsets *o = t->o;
         const struct layout *l = t->l;
-        uint8_t frame[FRAME_HEAD_MAX];
-        uint64_t executable, at = coro + l->frame, slot;
+        uint8_t object[COROUTINE_READ_MAX], head[FRAME_HEAD_MAX];
+        size_t len = l->frame_object ? l->frame + 8 : l->frame + l->head;
+        const uint8_t *frame = object + l->frame;
+        uint64_t executable, at = coro + l->frame, slot, word;
         struct py_code *code;
 
         *awaited = 0;
-        if (l->frame_object && !read_word(t->a->pid, at, &at))
-                return false;
-        if (l->head > sizeof(frame) || o->frame_code + 8 > l->head ||
+        if (len > sizeof(object) || l->head > sizeof(head) || o->frame_code + 8 > l->head ||
             o->frame_instr + 8 > l->head || l->stack + 8 > l->head ||
             (l->frame_object && l->bottom + 8 > l->head) ||
-            remote_memory__read(t->a->pid, at, frame, l->head) != (ssize_t)l->head)
+            remote_memory__read(t->a->pid, coro, object, len) != (ssize_t)len)
                 return false;
+        memcpy(&word, object + OBJECT_TYPE_AT, 8);
+        if (!plausible(word) || (*type && word != *type))
+                return false;
+        *type = word;
+        if (l->frame_object) {
+                memcpy(&at, object + l->frame, 8);
+                if (!plausible(at) ||
+                    remote_memory__read(t->a->pid, at, head, l->head) != (ssize_t)l->head)
+                        return false;
+                frame = head;
+        }
         memcpy(&executable, frame + o->frame_code, 8);
         if (o->tagged_executable)
                 executable &= ~STACKREF_TAG_BITS;
@@ -183,26 +198,25 @@ static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t cor
         return true;
 }
 
-/* The await chain of a pending task, outermost first as it is followed,
- * then reversed: innermost first, as a stack reads. */
+/* The await chain of a pending task, outermost first as it is followed
+ * (each coroutine of the type of the first), then reversed: innermost
+ * first, as a stack reads. */
 static void tasks__chain(struct tasks *t, struct py_task *task, uint64_t coro)
 {
-        uint64_t seen[PY_TASK_FRAMES_MAX], type0 = 0, type;
+        uint64_t seen[PY_TASK_FRAMES_MAX], type = 0;
 
         while (plausible(coro)) {
                 bool again = false;
                 for (size_t i = 0; i < task->n_frames && !again; i++)
                         again = seen[i] == coro;
-                if (again || !read_word(t->a->pid, coro + OBJECT_TYPE_AT, &type) ||
-                    (type0 && type != type0))
+                if (again)
                         break;
                 if (task->n_frames == PY_TASK_FRAMES_MAX) {
                         task->truncated = true;
                         break;
                 }
-                type0 = type;
                 seen[task->n_frames] = coro;
-                if (!tasks__add_frame(t, task, coro, &coro))
+                if (!tasks__add_frame(t, task, coro, &type, &coro))
                         break;
         }
         for (size_t i = 0; i < task->n_frames / 2; i++) {
@@ -217,30 +231,37 @@ static void tasks__chain(struct tasks *t, struct py_task *task, uint64_t coro)
 static void tasks__add(struct tasks *t, uint64_t address, uint64_t thread)
 {
         const struct py_asyncio_offsets *ao = &t->a->offsets;
+        static const char *const states[] = {"pending", "cancelled", "done"};
+        uint8_t object[TASK_READ_MAX];
         uint64_t type, size, loop, name, coro;
         int32_t state;
-        static const char *const states[] = {"pending", "cancelled", "done"};
 
         if (t->n == PY_TASKS_MAX || !plausible(address) || tasks__find(t, address) ||
-            !read_word(t->a->pid, address + OBJECT_TYPE_AT, &type) ||
-            !read_word(t->a->pid, type + TYPE_BASICSIZE_AT, &size) || size < ao->task_size ||
-            size > 4 * ao->task_size ||
-            remote_memory__read(t->a->pid, address + t->l->state, &state, sizeof(state)) !=
-                sizeof(state) ||
-            state < 0 || state > 2)
+            ao->task_size > sizeof(object) || ao->task_name + 8 > ao->task_size ||
+            ao->task_coro + 8 > ao->task_size || t->l->waiter + 8 > ao->task_size ||
+            t->l->state + 4 > ao->task_size ||
+            remote_memory__read(t->a->pid, address, object, ao->task_size) !=
+                (ssize_t)ao->task_size)
+                return;
+        memcpy(&type, object + OBJECT_TYPE_AT, 8);
+        memcpy(&state, object + t->l->state, sizeof(state));
+        if (!read_word(t->a->pid, type + TYPE_BASICSIZE_AT, &size) || size < ao->task_size ||
+            size > 4 * ao->task_size || state < 0 || state > 2)
                 return;
         struct py_task *task = &t->v[t->n++];
         *task = (struct py_task){.address = address, .state = states[state], .thread = thread};
-        if (read_word(t->a->pid, address + ao->task_name, &name))
+        memcpy(&name, object + ao->task_name, 8);
+        memcpy(&loop, object + TASK_LOOP_AT, 8);
+        memcpy(&task->waiter, object + t->l->waiter, 8);
+        memcpy(&coro, object + ao->task_coro, 8);
+        if (plausible(name))
                 task->name = py_asyncio__name_text(t->a, name);
-        if (read_word(t->a->pid, address + TASK_LOOP_AT, &loop)) {
+        if (plausible(loop)) {
                 uint64_t ident = py_asyncio__loop_thread(t->a, loop, t->now_ns);
                 if (ident)
                         task->thread = ident;
         }
-        if (!read_word(t->a->pid, address + t->l->waiter, &task->waiter))
-                task->waiter = 0;
-        if (state == 0 && read_word(t->a->pid, address + ao->task_coro, &coro))
+        if (state == 0)
                 tasks__chain(t, task, coro);
 }
 
@@ -266,7 +287,7 @@ static void tasks__add_set(struct tasks *t, uint64_t set, bool weak)
 
         if (!plausible(set) ||
             remote_memory__read(t->a->pid, set + SET_MASK_AT, head, sizeof(head)) != sizeof(head) ||
-            head[0] + 1 > SET_ENTRIES_MAX || ((head[0] + 1) & head[0]) || !plausible(head[1]))
+            head[0] >= SET_ENTRIES_MAX || ((head[0] + 1) & head[0]) || !plausible(head[1]))
                 return;
         size_t n = head[0] + 1, len = n * 16;
         if (!(entries = malloc(len)) ||
