@@ -91,3 +91,19 @@ def test_dump_lists_every_task(name, pythons, profd):
     assert re.search(r'^    "Task-\d+" pending  main \(', lines, re.M), lines
     assert re.search(r'^        "child-b" pending ', lines, re.M), lines
     assert re.search(rf'^Tasks of the loop on thread {loop2[0]}:\n +"Task-\d+" pending .*\n +"remote" pending  sleep ', text.stdout, re.M), text.stdout
+
+
+EAGER = PYTHON_TARGETS / "asyncio_eager.py"
+
+
+@pytest.mark.parametrize("name", ["3.13-trixie", "3.14-forky", "3.15-forky"])
+def test_dump_lists_eager_tasks(name, pythons, profd):
+    """An eager task still in its first step is listed (3.13: it is only in
+    _eager_tasks; its name is set once that step ends, so it is Task-N)."""
+    with running(pythons[name], EAGER) as target:
+        js = profd.run("dump", "--pid", target.pid, "--json", output=None)
+    assert js.returncode == 0, js
+    tasks = json.loads(js.stdout)["processes"][0]["tasks"]
+    chains = {t["name"]: [base(f["function"]) for f in t["frames"]] for t in tasks}
+    assert chains.get("eager-waiter") == ["wait", "waiter"], tasks
+    assert ["hog"] in chains.values(), tasks
