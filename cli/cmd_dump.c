@@ -68,6 +68,7 @@ struct dump_task {
         uint64_t address;
         char *name;        /* NULL when unreadable */
         const char *state; /* a static string */
+        bool running;      /* its loop was running a step of it */
         uint64_t thread;   /* threading.get_ident() of its loop's thread, 0 unknown */
         size_t n_frames;   /* innermost first */
         struct dump_frame *frames;
@@ -170,6 +171,7 @@ static bool dump_process__copy_tasks(struct dump_process *process, const struct 
                     (struct dump_task){.address = from->address,
                                        .name = from->name ? copy_string(from->name, &failed) : NULL,
                                        .state = from->state,
+                                       .running = from->running,
                                        .thread = from->thread,
                                        .truncated = from->truncated,
                                        .n_awaited_by = from->n_awaited_by};
@@ -405,8 +407,8 @@ static const struct dump_task *find_task(const struct dump_process *process, uin
 static void print_task_text(const struct dump_process *process, const struct dump_task *task,
                             unsigned int depth, FILE *out)
 {
-        fprintf(out, "    %*s\"%s\" %s", 2 * (int)depth, "", task->name ? task->name : "?",
-                task->state);
+        fprintf(out, "    %*s\"%s\" %s%s", 2 * (int)depth, "", task->name ? task->name : "?",
+                task->state, task->running ? " (running)" : "");
         for (size_t f = 0; f < task->n_frames; f++) {
                 const struct dump_frame *frame = &task->frames[f];
                 fprintf(out, "%s%s", f ? " <- " : "  ", frame->function);
@@ -605,7 +607,8 @@ static void print_task_json(const struct cmd_dump *dump, const struct dump_proce
                 json_text__string(out, task->name);
         else
                 fputs("null", out);
-        fprintf(out, ",\"state\":\"%s\",\"thread\":", task->state);
+        fprintf(out, ",\"state\":\"%s\",\"running\":%s,\"thread\":", task->state,
+                task->running ? "true" : "false");
         if (tid)
                 fprintf(out, "%d", (int)tid);
         else

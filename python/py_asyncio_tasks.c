@@ -31,6 +31,10 @@
  * pending/cancelled/finished future, the words of a 3.9 frame object
  * pointing into it).  3.10, 3.12 and free-threaded builds list nothing.
  *
+ * The running task: the one its loop runs at the read (3.14+ the thread
+ * state's running task, else _asyncio._current_tasks), read after the
+ * others: a busy loop may have switched since.
+ *
  * Who waits on whom: a task's fut_waiter is the future it waits on; when
  * that is a listed task, or a gather's future whose `_children` holds
  * listed tasks, those are awaited by it.
@@ -358,6 +362,33 @@ static void tasks__link(struct tasks *t)
         }
 }
 
+static bool mark_running(void *arg, uint64_t key, uint64_t value)
+{
+        struct py_task *task = tasks__find(arg, value);
+
+        if (task)
+                task->running = true;
+        return true;
+}
+
+/* The task each loop runs at this read: 3.14+ the thread states' running
+ * task, else the _asyncio._current_tasks dict ({loop: task}). */
+static void tasks__mark_running(struct tasks *t, const struct py_threads *threads)
+{
+        uint64_t address;
+        struct py_task *task;
+
+        if (t->a->offsets.thread_task) {
+                for (size_t i = 0; i < threads->n; i++)
+                        if (read_word(t->a->pid, threads->v[i].tstate + t->a->offsets.thread_task,
+                                      &address) &&
+                            (task = tasks__find(t, address)))
+                                task->running = true;
+        } else if (plausible(t->a->current_tasks)) {
+                (void)py_dict__visit(t->a->pid, t->o, t->a->current_tasks, mark_running, t);
+        }
+}
+
 int py_asyncio_tasks__list(struct py_asyncio *a, struct py_code_cache *codes,
                            const struct py_threads *threads, uint64_t now_ns, struct py_task **out)
 {
@@ -386,6 +417,7 @@ int py_asyncio_tasks__list(struct py_asyncio *a, struct py_code_cache *codes,
                         tasks__add_set(&t, py_dict__find(a->pid, t.o, dict, "_eager_tasks"), false);
         }
         tasks__link(&t);
+        tasks__mark_running(&t, threads);
         *out = t.v;
         return (int)t.n;
 }

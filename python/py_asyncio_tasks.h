@@ -25,6 +25,7 @@ struct py_task {
         const char *state; /* "pending", "done" or "cancelled" */
         uint64_t thread;   /* threading.get_ident() of its loop's thread, 0 unknown */
         uint64_t waiter;   /* TaskObj.task_fut_waiter: the future it waits on */
+        bool running;      /* its loop runs it (a step of it) at the read */
         size_t n_frames;   /* its coroutine first, then what each awaits */
         bool truncated;    /* the chain went on past PY_TASK_FRAMES_MAX */
         struct py_task_frame frames[PY_TASK_FRAMES_MAX];
