@@ -23,6 +23,9 @@
 #include "attach/target.h"
 #include "cli/stack_frames.h"
 #include "cli/syscall_names.h"
+#include "engine/profiled_target.h"
+#include "python/py_asyncio_tasks.h"
+#include "python/py_process.h"
 #include "util/json_text.h"
 #include "pprof/sample_recorder.h"
 #include "unwind/stack_merge.h"
@@ -60,9 +63,25 @@ struct dump_thread {
         struct dump_frame *frames;
 };
 
+/* An asyncio task (python/py_asyncio_tasks.h), copied. */
+struct dump_task {
+        uint64_t address;
+        char *name;        /* NULL when unreadable */
+        const char *state; /* a static string */
+        bool running;      /* its loop was running a step of it */
+        uint64_t thread;   /* threading.get_ident() of its loop's thread, 0 unknown */
+        size_t n_frames;   /* innermost first */
+        struct dump_frame *frames;
+        bool truncated;
+        size_t n_awaited_by;
+        uint64_t awaited_by[PY_TASK_AWAITED_BY_MAX];
+};
+
 struct dump_process {
         pid_t pid;
         char comm[16];
+        size_t n_tasks;
+        struct dump_task *tasks;
 };
 
 struct cmd_dump {
@@ -94,12 +113,28 @@ static void dump_thread__release(struct dump_thread *thread)
         free(thread->frames);
 }
 
+static void dump_process__release(struct dump_process *process)
+{
+        for (size_t i = 0; i < process->n_tasks; i++) {
+                struct dump_task *task = &process->tasks[i];
+                for (size_t f = 0; f < task->n_frames; f++) {
+                        free(task->frames[f].function);
+                        free(task->frames[f].file);
+                }
+                free(task->frames);
+                free(task->name);
+        }
+        free(process->tasks);
+}
+
 void cmd_dump__free(struct cmd_dump *dump)
 {
         if (!dump)
                 return;
         for (size_t i = 0; i < dump->n_threads; i++)
                 dump_thread__release(&dump->threads[i]);
+        for (size_t i = 0; i < dump->n_processes; i++)
+                dump_process__release(&dump->processes[i]);
         free(dump->threads);
         free(dump->processes);
         free(dump);
@@ -117,6 +152,61 @@ static struct dump_thread *cmd_dump__thread(struct cmd_dump *dump, pid_t pid, pi
         return thread;
 }
 
+static char *copy_string(const char *text, bool *failed);
+
+/* Copies the tasks py_process__tasks found; false when out of memory. */
+static bool dump_process__copy_tasks(struct dump_process *process, const struct py_task *tasks,
+                                     size_t n)
+{
+        bool failed = false;
+
+        if (!n)
+                return true;
+        if (!(process->tasks = calloc(n, sizeof(*process->tasks))))
+                return false;
+        for (size_t i = 0; i < n && !failed; i++) {
+                const struct py_task *from = &tasks[i];
+                struct dump_task *task = &process->tasks[process->n_tasks++];
+                *task =
+                    (struct dump_task){.address = from->address,
+                                       .name = from->name ? copy_string(from->name, &failed) : NULL,
+                                       .state = from->state,
+                                       .running = from->running,
+                                       .thread = from->thread,
+                                       .truncated = from->truncated,
+                                       .n_awaited_by = from->n_awaited_by};
+                memcpy(task->awaited_by, from->awaited_by, sizeof(task->awaited_by));
+                if (from->n_frames &&
+                    !(task->frames = calloc(from->n_frames, sizeof(*task->frames)))) {
+                        failed = true;
+                        break;
+                }
+                for (size_t f = 0; f < from->n_frames; f++, task->n_frames++)
+                        task->frames[f] = (struct dump_frame){
+                            .function = copy_string(from->frames[f].function, &failed),
+                            .file = copy_string(from->frames[f].file, &failed),
+                            .line = from->frames[f].line,
+                            .python = true,
+                        };
+        }
+        return !failed;
+}
+
+/* After the resume, at a process's first sample: its asyncio tasks. */
+static void cmd_dump__read_tasks(struct cmd_dump *dump, struct dump_process *process,
+                                 const struct target *target)
+{
+        const struct profiled_target *profiled = target->owner;
+        _cleanup_free_ struct py_task *tasks = NULL;
+        int n;
+
+        if (!profiled || !profiled->python)
+                return;
+        n = py_process__tasks(profiled->python, &tasks);
+        if (n < 0 || !dump_process__copy_tasks(process, tasks, n > 0 ? (size_t)n : 0))
+                dump->out_of_memory = true;
+}
+
 /* First sample of a process: note it and list all its threads. */
 static void cmd_dump__note_process(struct cmd_dump *dump, const struct target *target)
 {
@@ -128,8 +218,9 @@ static void cmd_dump__note_process(struct cmd_dump *dump, const struct target *t
                 return;
         }
         struct dump_process *process = &dump->processes[dump->n_processes++];
-        process->pid = target->pid;
+        *process = (struct dump_process){.pid = target->pid};
         memcpy(process->comm, target->comm, sizeof(process->comm));
+        cmd_dump__read_tasks(dump, process, target);
         for (size_t i = 0; i < target->n_threads; i++) {
                 if (target->threads[i]->exited)
                         continue; /* a leader that called pthread_exit: no stack left */
@@ -293,6 +384,132 @@ static void print_thread_text(const struct dump_thread *thread, FILE *out)
         fputc('\n', out);
 }
 
+/* The OS id of the thread whose threading.get_ident() is `ident`, or 0. */
+static pid_t thread_tid(const struct cmd_dump *dump, pid_t pid, uint64_t ident)
+{
+        for (size_t i = 0; ident && i < dump->n_threads; i++)
+                if (dump->threads[i].pid == pid && dump->threads[i].has_thread_id &&
+                    (uint64_t)dump->threads[i].thread_id == ident)
+                        return dump->threads[i].tid;
+        return 0;
+}
+
+static const struct dump_task *find_task(const struct dump_process *process, uint64_t address)
+{
+        for (size_t i = 0; i < process->n_tasks; i++)
+                if (process->tasks[i].address == address)
+                        return &process->tasks[i];
+        return NULL;
+}
+
+/* name  state  coro_a (file:line) <- coro_b (file:line)  awaited_by="x",
+ * indented two more spaces per level of the await tree. */
+static void print_task_text(const struct dump_process *process, const struct dump_task *task,
+                            unsigned int depth, FILE *out)
+{
+        fprintf(out, "    %*s\"%s\" %s%s", 2 * (int)depth, "", task->name ? task->name : "?",
+                task->state, task->running ? " (running)" : "");
+        for (size_t f = 0; f < task->n_frames; f++) {
+                const struct dump_frame *frame = &task->frames[f];
+                fprintf(out, "%s%s", f ? " <- " : "  ", frame->function);
+                if (frame->line > 0)
+                        fprintf(out, " (%s:%lld)", frame->file, (long long)frame->line);
+                else
+                        fprintf(out, " (%s)", frame->file);
+        }
+        if (task->truncated)
+                fputs(" <- ...", out);
+        for (size_t i = 0; i < task->n_awaited_by; i++) {
+                const struct dump_task *by = find_task(process, task->awaited_by[i]);
+                fprintf(out, "%s\"%s\"",
+                        i ? "," : "  awaited_by=", by && by->name ? by->name : "?");
+        }
+        fputc('\n', out);
+}
+
+#define TASK_TREE_DEPTH 16
+
+/* The tasks of one loop thread, as an await tree (python -m asyncio
+ * pstree): each task once, under the first task that awaits it. */
+struct task_tree {
+        const struct cmd_dump *dump;
+        const struct dump_process *process;
+        pid_t tid;   /* 0: tasks whose thread is unknown */
+        bool *shown; /* per task of the process */
+        FILE *out;
+};
+
+static bool task_tree__member(const struct task_tree *tree, const struct dump_task *task)
+{
+        return thread_tid(tree->dump, tree->process->pid, task->thread) == tree->tid;
+}
+
+/* Whether a task of this tree awaits `task`. */
+static bool task_tree__awaited(const struct task_tree *tree, const struct dump_task *task)
+{
+        for (size_t i = 0; i < task->n_awaited_by; i++) {
+                const struct dump_task *by = find_task(tree->process, task->awaited_by[i]);
+                if (by && by != task && task_tree__member(tree, by))
+                        return true;
+        }
+        return false;
+}
+
+static void task_tree__print(struct task_tree *tree, size_t t, unsigned int depth)
+{
+        const struct dump_process *process = tree->process;
+        const struct dump_task *task = &process->tasks[t];
+
+        tree->shown[t] = true;
+        print_task_text(process, task, depth, tree->out);
+        if (depth == TASK_TREE_DEPTH)
+                return;
+        for (size_t c = 0; c < process->n_tasks; c++) {
+                const struct dump_task *child = &process->tasks[c];
+                if (tree->shown[c] || !task_tree__member(tree, child))
+                        continue;
+                for (size_t i = 0; i < child->n_awaited_by; i++)
+                        if (child->awaited_by[i] == task->address && !tree->shown[c])
+                                task_tree__print(tree, c, depth + 1);
+        }
+}
+
+/* After a process's threads: its tasks, one section per loop thread
+ * (threads by OS id, then tasks whose thread is unknown): the tasks no
+ * other awaits first, each followed by what it awaits; then any left
+ * (awaiting each other in a cycle). */
+static void print_tasks_text(const struct cmd_dump *dump, const struct dump_process *process,
+                             FILE *out)
+{
+        _cleanup_free_ bool *shown = calloc(process->n_tasks ? process->n_tasks : 1, sizeof(bool));
+        struct task_tree tree = {.dump = dump, .process = process, .shown = shown, .out = out};
+
+        if (!shown)
+                return;
+        for (size_t i = 0; i <= dump->n_threads; i++) {
+                bool header = false;
+                if (i < dump->n_threads && dump->threads[i].pid != process->pid)
+                        continue;
+                tree.tid = i < dump->n_threads ? dump->threads[i].tid : 0;
+                for (int pass = 0; pass < 2; pass++)
+                        for (size_t t = 0; t < process->n_tasks; t++) {
+                                const struct dump_task *task = &process->tasks[t];
+                                if (shown[t] || !task_tree__member(&tree, task) ||
+                                    (pass == 0 && task_tree__awaited(&tree, task)))
+                                        continue;
+                                if (!header && tree.tid)
+                                        fprintf(out, "Tasks of the loop on thread %d:\n",
+                                                (int)tree.tid);
+                                else if (!header)
+                                        fputs("Tasks of a loop on no known thread:\n", out);
+                                header = true;
+                                task_tree__print(&tree, t, 0);
+                        }
+                if (header)
+                        fputc('\n', out);
+        }
+}
+
 static void print_text(const struct cmd_dump *dump, FILE *out)
 {
         for (size_t p = 0; p < dump->n_processes; p++) {
@@ -305,6 +522,7 @@ static void print_text(const struct cmd_dump *dump, FILE *out)
                 for (size_t i = 0; i < dump->n_threads; i++)
                         if (dump->threads[i].pid == process->pid)
                                 print_thread_text(&dump->threads[i], out);
+                print_tasks_text(dump, process, out);
         }
 }
 
@@ -379,6 +597,39 @@ static void print_thread_json(const struct dump_thread *thread, FILE *out)
         fputs("]}", out);
 }
 
+static void print_task_json(const struct cmd_dump *dump, const struct dump_process *process,
+                            const struct dump_task *task, FILE *out)
+{
+        pid_t tid = thread_tid(dump, process->pid, task->thread);
+
+        fprintf(out, "{\"id\":\"0x%llx\",\"name\":", (unsigned long long)task->address);
+        if (task->name)
+                json_text__string(out, task->name);
+        else
+                fputs("null", out);
+        fprintf(out, ",\"state\":\"%s\",\"running\":%s,\"thread\":", task->state,
+                task->running ? "true" : "false");
+        if (tid)
+                fprintf(out, "%d", (int)tid);
+        else
+                fputs("null", out);
+        fputs(",\"awaited_by\":[", out);
+        for (size_t i = 0; i < task->n_awaited_by; i++)
+                fprintf(out, "%s\"0x%llx\"", i ? "," : "", (unsigned long long)task->awaited_by[i]);
+        fprintf(out, "],\"truncated\":%s,\"frames\":[", task->truncated ? "true" : "false");
+        for (size_t f = 0; f < task->n_frames; f++) {
+                fputs(f ? ",{\"function\":" : "{\"function\":", out);
+                json_text__string(out, task->frames[f].function);
+                fputs(",\"file\":", out);
+                json_text__string(out, task->frames[f].file);
+                if (task->frames[f].line > 0)
+                        fprintf(out, ",\"line\":%lld}", (long long)task->frames[f].line);
+                else
+                        fputs(",\"line\":null}", out);
+        }
+        fputs("]}", out);
+}
+
 static void print_json(const struct cmd_dump *dump, FILE *out)
 {
         fputs("{\"processes\":[", out);
@@ -395,6 +646,12 @@ static void print_json(const struct cmd_dump *dump, FILE *out)
                                 fputc(',', out);
                         first = false;
                         print_thread_json(&dump->threads[i], out);
+                }
+                fputs("],\"tasks\":[", out);
+                for (size_t t = 0; t < process->n_tasks; t++) {
+                        if (t)
+                                fputc(',', out);
+                        print_task_json(dump, process, &process->tasks[t], out);
                 }
                 fputs("]}", out);
         }

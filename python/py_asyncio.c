@@ -154,8 +154,7 @@ void py_asyncio__prepare(struct py_asyncio *a, uint64_t now_ns)
                 look_up(a, now_ns);
 }
 
-/* loop._thread_id (threading.get_ident() of the thread running it), or 0. */
-static uint64_t loop_thread(struct py_asyncio *a, uint64_t loop, uint64_t now_ns)
+uint64_t py_asyncio__loop_thread(struct py_asyncio *a, uint64_t loop, uint64_t now_ns)
 {
         const struct py_offsets *o = a->runtime->offsets;
         struct py_asyncio_loop *slot = NULL;
@@ -202,14 +201,13 @@ static uint64_t task_from_dict(struct py_asyncio *a, const struct py_thread *t,
                 memcpy(&loop, keys + at + table.key_at, sizeof(loop));
                 memcpy(&task, keys + at + table.value_at, sizeof(task));
                 if (plausible(loop) && plausible(task) &&
-                    loop_thread(a, loop, now_ns) == t->pthread)
+                    py_asyncio__loop_thread(a, loop, now_ns) == t->pthread)
                         return task;
         }
         return 0;
 }
 
-/* The text of a task_name object: a str, or an int N meaning "Task-N". */
-static const char *decode_name(struct py_asyncio *a, uint64_t object)
+const char *py_asyncio__name_text(struct py_asyncio *a, uint64_t object)
 {
         const struct py_offsets *o = a->runtime->offsets;
         char text[PY_ASYNCIO_NAME_CHARS];
@@ -256,6 +254,6 @@ const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *
         slot = &a->names[((task >> 4) * 0x9e3779b97f4a7c15ull) >> 58];
         if (slot->task != task || slot->object != object || !slot->name)
                 *slot = (struct py_asyncio_name){
-                    .task = task, .object = object, .name = decode_name(a, object)};
+                    .task = task, .object = object, .name = py_asyncio__name_text(a, object)};
         return slot->name;
 }

@@ -78,3 +78,12 @@ size_t py_asyncio__bytes(void);
  * long as `strings`. */
 const char *py_asyncio__task_name(struct py_asyncio *a, const struct py_thread *t,
                                   const struct capture *capture, uint64_t now_ns, uint64_t *task);
+
+/* After the resume: loop._thread_id (threading.get_ident() of the thread
+ * running the event loop at `loop`; 0 while it does not run or when
+ * unreadable), remembered per loop for PY_ASYNCIO_LOOP_TTL_NS. */
+uint64_t py_asyncio__loop_thread(struct py_asyncio *a, uint64_t loop, uint64_t now_ns);
+
+/* After the resume: the text of a TaskObj.task_name object (a str, or an
+ * int N meaning "Task-N"), interned in `strings`, or NULL. */
+const char *py_asyncio__name_text(struct py_asyncio *a, uint64_t object);

@@ -94,7 +94,9 @@ static int parse(const uint64_t *w, struct py_asyncio_offsets *out)
         /* w[0..6] task object, w[7..8] interpreter state, w[9..12] thread state */
         if (w[0] < 64 || w[0] > TASK_SIZE_MAX || w[1] + 8 > w[0] || w[5] + 8 > w[0] ||
             w[1] + 16 > w[0] || (w[1] & 7) || (w[5] & 7) || w[9] < 64 || w[9] > THREAD_SIZE_MAX ||
-            w[10] + 8 > w[9] || w[11] + 8 > w[9] || (w[10] & 7) || (w[11] & 7))
+            w[10] + 8 > w[9] || w[11] + 8 > w[9] || (w[10] & 7) || (w[11] & 7) ||
+            w[6] + 16 > w[0] || (w[6] & 7) || w[7] > (16u << 20) || w[8] + 16 > w[7] ||
+            (w[8] & 7) || w[12] + 16 > w[9] || (w[12] & 7))
                 return -EINVAL;
         *out = (struct py_asyncio_offsets){.task_size = w[0],
                                            .task_name = w[1],
@@ -103,6 +105,9 @@ static int parse(const uint64_t *w, struct py_asyncio_offsets *out)
                                            .thread_size = w[9],
                                            .thread_loop = w[10],
                                            .thread_task = w[11],
+                                           .task_node = w[6],
+                                           .interp_tasks_head = w[8],
+                                           .thread_tasks_head = w[12],
                                            .from_debug = true};
         return 0;
 }

@@ -14,7 +14,11 @@ struct py_asyncio_offsets {
         uint64_t thread_task;  /* 3.14+: the running task in the thread state, else 0 */
         uint64_t thread_loop;  /* 3.14+: the running loop in the thread state, else 0 */
         uint64_t thread_size;  /* 3.14+: _PyThreadStateImpl bytes, else 0 */
-        bool from_debug;       /* read from the module's _Py_AsyncioModuleDebugOffsets */
+        /* 3.14+: the lists of all tasks (py_asyncio_tasks), else 0 */
+        uint64_t task_node;         /* TaskObj.task_node: {next, prev} */
+        uint64_t interp_tasks_head; /* tasks of threads that have exited */
+        uint64_t thread_tasks_head; /* tasks created on the thread */
+        bool from_debug;            /* read from the module's _Py_AsyncioModuleDebugOffsets */
 };
 
 /* 3.9, 3.11 and 3.13: the TaskObj layout measured on those builds (the

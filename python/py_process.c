@@ -66,6 +66,7 @@
 
 #include "attach/remote_memory.h"
 #include "python/py_asyncio.h"
+#include "python/py_asyncio_tasks.h"
 #include "python/py_code.h"
 #include "python/py_frame.h"
 #include "python/py_frame_copy.h"
@@ -166,6 +167,11 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
         py_asyncio__prepare(&py->asyncio, monotonic_ns());
         py_task_span__init(&py->task_span, pid, &py->runtime);
         return py;
+}
+
+int py_process__tasks(struct py_process *py, struct py_task **out)
+{
+        return py_asyncio_tasks__list(&py->asyncio, &py->codes, &py->threads, monotonic_ns(), out);
 }
 
 const struct py_binary *py_process__binary(const struct py_process *py)

@@ -98,6 +98,13 @@ bool py_process__sample_reusable(struct py_process *py, const struct capture *ca
 void py_process__label(struct py_process *py, const struct capture *capture,
                        struct py_labels *labels);
 
+/* After the resume: every asyncio task of the process, with its state
+ * and await chain (python/py_asyncio_tasks.h), in *out (malloc'ed, the
+ * caller frees it; the strings live as long as the py_process).  The
+ * count, 0 when none or not known for this version, or -ENOMEM. */
+struct py_task;
+int py_process__tasks(struct py_process *py, struct py_task **out);
+
 /* The binary this process runs (shared with other processes of the same
  * file; tests compare them). */
 const struct py_binary *py_process__binary(const struct py_process *py);
