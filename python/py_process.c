@@ -550,6 +550,11 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
             .items = walk.items,
             .n_items = walk.n_items,
             .python_truncated = walk.truncated,
+            /* 3.9/3.10: a walk cut before the depth cap followed a
+             * chain that moved (frames beyond the stop window's copies are
+             * read live); 3.11+ copy their chain with the chunk. */
+            .python_torn = walk.truncated && walk.n_frames < PY_MAX_FRAMES &&
+                           py->runtime.offsets->model == PY_FRAMES_OBJECTS,
             .mode = mode,
         };
         stack_merge__merge(&in, out);
