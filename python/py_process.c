@@ -234,6 +234,7 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
         const struct py_thread *t = py_threads__find(&py->threads, thread->tid, 0);
+        py_frame_copy__plan(&py->frame_copy, thread->tid, py->runtime.offsets);
         if (t || !py->runtime.offsets->tstate_native_thread_id)
                 capture__reserve_interp(&thread->capture, capture_bytes(py->runtime.offsets, t));
 }
