@@ -53,7 +53,9 @@ struct py_frame_copy {
  * copied: copies the ranges of the thread's hint in one read, then follows
  * the frame chain from `top` (py_frame__top) through the copies and
  * appends each frame none of them holds to the interpreter copy, until the
- * chain ends, PY_FRAME_COPY_MAX frames were read or the capture has no
+ * chain ends, PY_FRAME_COPY_MAX frames were read (3.9/3.10: plus the
+ * ranges not prefetched, PY_FRAME_COPY_MAX + PY_FRAME_RANGES with none)
+ * or the capture has no
  * region or buffer room left; the frames that needed a region of their
  * own (and older ones) become the hint, its ranges not planned yet.  No
  * allocation.  Returns the frames read one by one. */
