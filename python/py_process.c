@@ -27,8 +27,8 @@
  *            is copied again up to the top, still in the stop window.
  *   capture_frames (still in the stop window, after the registers and
  *            stack) copies the frames of the chain none of these copies
- *            holds: generator and coroutine frames, bounded
- *            (py_frame_copy.c).
+ *            holds: generator and coroutine frames, on 3.9/3.10 the
+ *            frame objects, bounded (py_frame_copy.c).
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied

@@ -7,8 +7,9 @@ deep and back every few microseconds, and the daemon profiles it.
 On 3.9/3.10 the frames are heap objects linked by f_back.  Before the
 stop window copied the chain (python/py_frame_copy.c), the frames beyond
 the first ~17 were read live after the resume, from a chain that had
-moved: 10-20% of the CPU showed `recurse <- recurse ...` with no
-`<module>`, and no `[merge failed]` (merge_failed=0: torn silently).
+moved: 5-35% of the samples in recurse showed `recurse <- recurse ...`
+with no `<module>` and no `[merge failed]` (only a thread.stack.truncated
+label; merge_failed near 0: torn silently).
 3.11+ copy their data-stack chunk and were whole already.
 
 What is required: every sample in recurse reaches <module> or says it is
