@@ -27,8 +27,8 @@
  *            is copied again up to the top, still in the stop window.
  *   capture_frames (still in the stop window, after the registers and
  *            stack) copies the frames of the chain none of these copies
- *            holds: generator and coroutine frames, bounded
- *            (py_frame_copy.c).
+ *            holds: generator and coroutine frames, on 3.9/3.10 the
+ *            frame objects, bounded (py_frame_copy.c).
  *   merge    (after the resume) walks the copy (py_frame), classifies the
  *            native frames (interpreter loop, other interpreter code, the
  *            rest) and merges (unwind/stack_merge).  A thread whose copied
@@ -240,6 +240,7 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
                 return;
         /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
         const struct py_thread *t = py_threads__find(&py->threads, thread->tid, 0);
+        py_frame_copy__plan(&py->frame_copy, thread->tid, py->runtime.offsets);
         if (t || !py->runtime.offsets->tstate_native_thread_id)
                 capture__reserve_interp(&thread->capture, capture_bytes(py->runtime.offsets, t));
 }
@@ -556,6 +557,11 @@ const struct merged_stack *py_process__merge(struct py_process *py, struct addre
             .items = walk.items,
             .n_items = walk.n_items,
             .python_truncated = walk.truncated,
+            /* 3.9/3.10: a walk cut before the depth cap followed a
+             * chain that moved (frames beyond the stop window's copies are
+             * read live); 3.11+ copy their chain with the chunk. */
+            .python_torn = walk.truncated && walk.n_frames < PY_MAX_FRAMES &&
+                           py->runtime.offsets->model == PY_FRAMES_OBJECTS,
             .mode = mode,
         };
         stack_merge__merge(&in, out);

@@ -54,10 +54,12 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
 
 /* Inside the stop window, after py_process__capture and after the
  * registers and native stack were copied (a stopped or a blocked thread):
- * copies the frames of the thread's chain that neither copy holds, at most
- * PY_FRAME_COPY_MAX (python/py_frame_copy.h), each one process_vm_readv.
- * Without them a coroutine or generator frame read after the resume has
- * mostly yielded and lost its link to its caller. */
+ * copies the frames of the thread's chain that neither copy holds: those
+ * of its last stops prefetched in one process_vm_readv, then at most
+ * PY_FRAME_COPY_MAX more one by one (3.9/3.10: up to 48;
+ * python/py_frame_copy.h).  Without them a coroutine or generator frame
+ * read after the resume has mostly yielded and lost its link to its
+ * caller, and a 3.9/3.10 frame object has been reused. */
 void py_process__capture_frames(struct py_process *py, struct capture *capture);
 
 /* After the resume (cheap; call it before each merge): refreshes the

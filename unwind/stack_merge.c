@@ -45,7 +45,12 @@
  *   while it has no Python frame (see extra_leaf_eval).  Groups left
  *   over because the native walk says it stopped early (stack copy too
  *   short) are appended at the root side, and loop frames beyond a Python
- *   walk cut at the depth cap are dropped: neither is a failure.
+ *   walk cut at the depth cap are dropped: neither is a failure.  A Python
+ *   walk torn on memory that did not check out (python_torn: a cycle or an
+ *   unreadable frame, on 3.9/3.10 a chain read live after it moved) fails
+ *   when the native walk is whole, whatever the counts: its frames are not
+ *   those the native loop frames ran, and dropping the loop frames it does
+ *   not cover would tear the stack silently.
  *
  * A failed merge keeps the sample: native leaf frames up to the first
  * interpreter-loop frame, all Python frames, and a "[merge failed]" frame;
@@ -304,6 +309,14 @@ static void merge_by_class(const struct merge_input *in, struct merged_stack *ou
         size_t leaf_end = first_eval(in, 0);
         size_t skipped = extra_leaf_eval(in, leaf_end);
 
+        /* A Python walk torn by a chain that moved under it (a cycle, an
+         * unreadable frame: 3.9/3.10 frames read after the resume) while
+         * the native walk is whole: its loop frames beyond the walk would
+         * be dropped silently, so the two sides are said not to match. */
+        if (in->python_torn && !in->native_truncated) {
+                merge_failed(in, leaf_end, out);
+                return;
+        }
         /* No interpreter-loop frame at all: the walk ended before reaching
          * the interpreter, or the loop has no name (stripped).  Only the
          * first is known when the walk says it was cut short. */

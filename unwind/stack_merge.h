@@ -74,6 +74,7 @@ struct merge_input {
         const struct py_item *items;
         size_t n_items;
         bool python_truncated; /* the Python walk stopped early (depth cap, bad memory) */
+        bool python_torn;      /* ...on memory that did not check out (3.9/3.10: read live) */
         enum native_mode mode;
 };
 

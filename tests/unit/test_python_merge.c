@@ -205,6 +205,36 @@ static struct merged_stack *merge_sps(const uint64_t *pcs, const uint64_t *sps,
         return out;
 }
 
+/* 3.9/3.10 one frame per loop frame, the Python walk cut after two of
+ * three: at the depth cap the outer loop frame is dropped (truncated); on
+ * a chain torn under the walk (python_torn) the merge fails, counted. */
+static void test_torn_walk(void)
+{
+        const uint64_t pcs[] = {0x10, 0x20, 0x30, 0x38, 0x40};
+        const enum native_class cls[] = {O, E, E, E, O};
+        const struct py_item items[] = {PY("a"), BOUNDARY, PY("b"), BOUNDARY};
+        struct merged_stack *s =
+            merge_sps(pcs, NULL, cls, 5, false, items, 4, true, NATIVE_MODE_DEFAULT);
+        struct merge_input in = {.pcs = pcs,
+                                 .classes = cls,
+                                 .n_pcs = 5,
+                                 .items = items,
+                                 .n_items = 4,
+                                 .python_truncated = true,
+                                 .python_torn = true};
+
+        CHECK(!s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,b,0x40") == 0);
+        stack_merge__merge(&in, s);
+        CHECK(s->failed && s->truncated);
+        CHECK(strcmp(render(s), "0x10,a,b," MERGE_FAILED_FUNCTION) == 0);
+        /* Both walks cut short: nothing to compare, as before. */
+        in.native_truncated = true;
+        stack_merge__merge(&in, s);
+        CHECK(!s->failed && s->truncated);
+        free(s);
+}
+
 /* The callback stack of a stripped interpreter: its loop runs in an
  * unnamed .cold part, classified as interpreter code.  The anchors (entry
  * frames on the C stack) find the loop frames anyway. */
@@ -347,6 +377,7 @@ int main(void)
         test_too_many_evals();
         test_entering_eval();
         test_leftover();
+        test_torn_walk();
         test_anchor_stripped_callback();
         test_anchor_over_names();
         test_anchor_mismatch();
