@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, REPO, Target, functions
+from conftest import PROFD, PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, REPO, Target, functions, is_asan_build
 
 SWITCH = PYTHON_TARGETS / "asyncio_switch.py"
 TASK_SPANS = REPO / "tests" / "context_targets" / "py_task_spans.py"
@@ -37,6 +37,9 @@ MERGE_FAILED = "[merge failed]"
 MAX_FAILED_SHARE = 0.001
 INTERVAL = 2
 DURATION = 4
+# An ASan daemon on a loaded host took 127 of 2 000 ticks (each of its
+# ticks is ~10x slower); the share check below then still allows none.
+MIN_SAMPLES = 100 if is_asan_build(PROFD) else 200
 
 
 @contextlib.contextmanager
@@ -66,7 +69,7 @@ def check_whole(profile, summary, leaf_chain, root):
     (qualified) name ends with `root`."""
     samples = profile.samples
     failed = failed_samples(profile)
-    assert len(samples) >= 200, summary
+    assert len(samples) >= MIN_SAMPLES, summary
     assert len(failed) <= MAX_FAILED_SHARE * len(samples), (
         f"{len(failed)}/{len(samples)} samples end in {MERGE_FAILED}: "
         f"{[functions(s)[:6] for s in failed[:5]]} ({summary})"
