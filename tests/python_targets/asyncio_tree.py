@@ -59,7 +59,11 @@ async def main_task(event):
     )
 
 
+REMOTE_STARTED = threading.Event()
+
+
 async def remote():
+    REMOTE_STARTED.set()
     await asyncio.sleep(3600)
 
 
@@ -78,6 +82,8 @@ async def main():
         asyncio.create_task(spinner(event, sys.argv[1:] == ["spin"]), name="spinner"),
     ]
     await asyncio.sleep(0.05)
+    while not REMOTE_STARTED.is_set():  # loop2's task exists (a loaded host starts it late)
+        await asyncio.sleep(0.01)
     print("ready", flush=True)
     print(json.dumps({"version": sys.version.split()[0]}), flush=True)
     await asyncio.gather(*tasks)
