@@ -37,7 +37,6 @@
 #include "python/py_long.h"
 #include "python/py_string.h"
 
-#define MODULE_DICT_AT        16 /* PyModuleObject.md_dict, 3.9–3.14 */
 #define DICT_KEYS_AT          32
 #define OBJECT_TYPE_AT        8
 #define TYPE_FLAGS_AT         168
@@ -112,17 +111,6 @@ size_t py_asyncio__regions(const struct py_asyncio *a, const struct py_thread *t
         return n;
 }
 
-/* sys.modules["_asyncio"], or 0. */
-static uint64_t find_module(const struct py_asyncio *a)
-{
-        const struct py_offsets *o = a->runtime->offsets;
-        uint64_t interp = py_runtime__first_interpreter(a->pid, a->runtime), modules;
-
-        if (!o->interp_modules || !read_word(a->pid, interp + o->interp_modules, &modules))
-                return 0;
-        return py_dict__find(a->pid, o, modules, "_asyncio");
-}
-
 /* Finds what is still unknown, when the retry wait (retry_ns) is over. */
 static void look_up(struct py_asyncio *a, uint64_t now_ns)
 {
@@ -134,7 +122,7 @@ static void look_up(struct py_asyncio *a, uint64_t now_ns)
         a->retry_ns = a->retry_ns ? a->retry_ns * 2 : PY_ASYNCIO_RETRY_NS;
         if (a->retry_ns > PY_ASYNCIO_RETRY_MAX_NS)
                 a->retry_ns = PY_ASYNCIO_RETRY_MAX_NS;
-        if (!(module = find_module(a)))
+        if (!(module = py_runtime__module(a->pid, a->runtime, "_asyncio")))
                 return; /* asyncio not imported (yet) */
         if (!a->have_offsets) {
                 if (a->runtime->offsets->minor < 14 ||
@@ -143,7 +131,7 @@ static void look_up(struct py_asyncio *a, uint64_t now_ns)
                 a->have_offsets = true;
         }
         if (!a->offsets.thread_task && !a->current_tasks &&
-            read_word(a->pid, module + MODULE_DICT_AT, &dict))
+            (dict = py_runtime__module_dict(a->pid, a->runtime, "_asyncio")))
                 a->current_tasks =
                     py_dict__find(a->pid, a->runtime->offsets, dict, "_current_tasks");
 }

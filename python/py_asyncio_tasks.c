@@ -54,7 +54,6 @@
 #include "python/py_runtime.h"
 #include "util/cleanup.h"
 
-#define MODULE_DICT_AT     16 /* PyModuleObject.md_dict */
 #define OBJECT_TYPE_AT     8
 #define TYPE_BASICSIZE_AT  32
 #define TASK_LOOP_AT       16 /* FutureObj.fut_loop, first after the header */
@@ -306,20 +305,6 @@ static void tasks__add_set(struct tasks *t, uint64_t set, bool weak)
         }
 }
 
-/* sys.modules[name]'s dict, or 0. */
-static uint64_t module_dict(struct tasks *t, const char *name)
-{
-        uint64_t interp = py_runtime__first_interpreter(t->a->pid, t->a->runtime), modules, module,
-                 dict;
-
-        if (!t->o->interp_modules ||
-            !read_word(t->a->pid, interp + t->o->interp_modules, &modules) ||
-            !(module = py_dict__find(t->a->pid, t->o, modules, name)) ||
-            !read_word(t->a->pid, module + MODULE_DICT_AT, &dict))
-                return 0;
-        return dict;
-}
-
 static void tasks__add_weakset(struct tasks *t, uint64_t dict, const char *name)
 {
         uint64_t weakset = py_dict__find(t->a->pid, t->o, dict, name);
@@ -411,7 +396,7 @@ int py_asyncio_tasks__list(struct py_asyncio *a, struct py_code_cache *codes,
                                         threads->v[i].pthread);
                 if (plausible(interp))
                         tasks__add_list(&t, interp + a->offsets.interp_tasks_head, 0);
-        } else if ((dict = module_dict(&t, "asyncio.tasks"))) {
+        } else if ((dict = py_runtime__module_dict(t.a->pid, t.a->runtime, "asyncio.tasks"))) {
                 tasks__add_weakset(&t, dict, t.o->minor < 12 ? "_all_tasks" : "_scheduled_tasks");
                 if (t.o->minor >= 12)
                         tasks__add_set(&t, py_dict__find(a->pid, t.o, dict, "_eager_tasks"), false);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "attach/remote_memory.h"
+#include "python/py_dict.h"
 #include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer.h"
 #include "util/cleanup.h"
@@ -36,6 +37,33 @@ uint64_t py_runtime__first_interpreter(pid_t pid, const struct py_runtime *runti
         if (remote_memory__read(pid, address, &interp, sizeof(interp)) != sizeof(interp))
                 return 0;
         return interp;
+}
+
+/* PyModuleObject.md_dict follows PyObject_HEAD (3.9–3.15), whose
+ * free-threaded form is object_extra bytes longer. */
+#define MODULE_DICT_AT 16
+
+uint64_t py_runtime__module(pid_t pid, const struct py_runtime *runtime, const char *name)
+{
+        const struct py_offsets *o = runtime->offsets;
+        uint64_t interp = py_runtime__first_interpreter(pid, runtime), modules;
+
+        if (!o->interp_modules || interp < 4096 ||
+            remote_memory__read(pid, interp + o->interp_modules, &modules, sizeof(modules)) !=
+                sizeof(modules))
+                return 0;
+        return py_dict__find(pid, o, modules, name);
+}
+
+uint64_t py_runtime__module_dict(pid_t pid, const struct py_runtime *runtime, const char *name)
+{
+        uint64_t module = py_runtime__module(pid, runtime, name), dict;
+
+        if (module < 4096 ||
+            remote_memory__read(pid, module + MODULE_DICT_AT + runtime->offsets->object_extra,
+                                &dict, sizeof(dict)) != sizeof(dict))
+                return 0;
+        return dict;
 }
 
 struct candidate {

@@ -36,3 +36,9 @@ void py_runtime__clear(struct py_runtime *runtime);
 
 /* Reads the first interpreter's address; 0 when unreadable. */
 uint64_t py_runtime__first_interpreter(pid_t pid, const struct py_runtime *runtime);
+
+/* sys.modules[name] of the first interpreter (interp->modules), and that
+ * module's md_dict; 0 when unreadable or not imported.  Untrusted: every
+ * read is bounded by py_dict. */
+uint64_t py_runtime__module(pid_t pid, const struct py_runtime *runtime, const char *name);
+uint64_t py_runtime__module_dict(pid_t pid, const struct py_runtime *runtime, const char *name);

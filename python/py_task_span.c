@@ -36,7 +36,6 @@
 #include "python/py_dict.h"
 #include "python/py_string.h"
 
-#define MODULE_DICT_AT  16
 #define OBJECT_TYPE_AT  8
 #define TYPE_NAME_AT    24
 #define CONTEXT_VARS_AT 24 /* PyContext.ctx_vars */
@@ -78,18 +77,6 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
         *s = (struct py_task_span){.pid = pid, .runtime = runtime};
 }
 
-static uint64_t module_dict(struct py_task_span *s, const char *name)
-{
-        const struct py_offsets *o = s->runtime->offsets;
-        uint64_t interp = py_runtime__first_interpreter(s->pid, s->runtime), modules, module, dict;
-
-        if (!o->interp_modules || !read_word(s->pid, interp + o->interp_modules, &modules) ||
-            !(module = py_dict__find(s->pid, o, modules, name)) ||
-            !read_word(s->pid, module + MODULE_DICT_AT, &dict))
-                return 0;
-        return dict;
-}
-
 static void look_up(struct py_task_span *s, uint64_t now_ns)
 {
         const struct py_offsets *o = s->runtime->offsets;
@@ -101,7 +88,7 @@ static void look_up(struct py_task_span *s, uint64_t now_ns)
         s->retry_ns = s->retry_ns ? s->retry_ns * 2 : RETRY_NS;
         if (s->retry_ns > RETRY_MAX_NS)
                 s->retry_ns = RETRY_MAX_NS;
-        if (!(dict = module_dict(s, "opentelemetry.context")) ||
+        if (!(dict = py_runtime__module_dict(s->pid, s->runtime, "opentelemetry.context")) ||
             !(runtime_context = py_dict__find(s->pid, o, dict, "_RUNTIME_CONTEXT")))
                 return;
         s->var = py_dict__instance_attribute(s->pid, o, runtime_context, "_current_context");

@@ -28,8 +28,6 @@
 #include "python/py_long.h"
 #include "python/py_string.h"
 
-#define MODULE_DICT_AT 16 /* PyModuleObject.md_dict, 3.9–3.15; + object_extra */
-
 struct collect {
         pid_t pid;
         const struct py_offsets *o;
@@ -77,18 +75,9 @@ static bool collect_thread(void *arg, uint64_t key, uint64_t thread)
 /* sys.modules["threading"]._active, or 0. */
 static uint64_t find_active(pid_t pid, const struct py_runtime *runtime)
 {
-        const struct py_offsets *o = runtime->offsets;
-        uint64_t interp = py_runtime__first_interpreter(pid, runtime), modules = 0, dict = 0;
-        uint64_t threading;
+        uint64_t dict = py_runtime__module_dict(pid, runtime, "threading");
 
-        if (!o->interp_modules || interp < 4096 ||
-            remote_memory__read(pid, interp + o->interp_modules, &modules, 8) != 8)
-                return 0;
-        threading = py_dict__find(pid, o, modules, "threading");
-        if (!threading || remote_memory__read(pid, threading + MODULE_DICT_AT + o->object_extra,
-                                              &dict, sizeof(dict)) != 8)
-                return 0;
-        return py_dict__find(pid, o, dict, "_active");
+        return dict ? py_dict__find(pid, runtime->offsets, dict, "_active") : 0;
 }
 
 static bool known_ident(const struct collect *c, uint64_t ident)
