@@ -200,11 +200,6 @@ static size_t collect_stops(struct registry *registry, size_t outstanding)
         return (size_t)handled < outstanding ? outstanding - (size_t)handled : 0;
 }
 
-/* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
- * if not, where it is blocked (one read instead of stat, then syscall).
- * While interrupted threads' stops may be outstanding, each step also
- * collects the stops that arrived, so that a thread interrupted early in
- * a long list is resumed without waiting for the rest of the scan. */
 /* A leader that called pthread_exit looks blocked outside any call
  * ("-1" in /proc/.../syscall, as a zombie does); from then on the
  * process is read through a live thread, at once rather than at the
@@ -218,6 +213,11 @@ static bool leader_just_exited(struct target *target, struct tthread *thread)
         return true;
 }
 
+/* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
+ * if not, where it is blocked (one read instead of stat, then syscall).
+ * While interrupted threads' stops may be outstanding, each step also
+ * collects the stops that arrived, so that a thread interrupted early in
+ * a long list is resumed without waiting for the rest of the scan. */
 static size_t interrupt_running_threads(struct registry *registry)
 {
         size_t pending = 0, outstanding = 0;
@@ -421,6 +421,8 @@ static bool maps_may_have_changed(struct target *target, struct profiled_target 
         if (now - profiled->last_check_ns < MAPS_CHECK_NS)
                 return false;
         profiled->last_check_ns = now;
+        /* Backstop for leader_just_exited, should a zombie's syscall file
+         * not read "-1": once a second, not per tick. */
         if (target__follow_leader_exit(target))
                 profiled_target__follow_memory_pid(target);
         struct tthread *reader = target__find_thread(target, target->mem_pid);
