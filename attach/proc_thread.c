@@ -32,6 +32,7 @@ int proc_thread_files__open(struct proc_thread_files *files, pid_t pid, pid_t ti
         files->syscall_fd = open_task_file(pid, tid, "syscall");
         files->schedstat_fd = open_task_file(pid, tid, "schedstat");
         files->comm_fd = open_task_file(pid, tid, "comm");
+        files->kstack_fd = KSTACK_UNOPENED;
         if (files->stat_fd < 0 || files->syscall_fd < 0) {
                 int saved = errno;
                 proc_thread_files__close(files);
@@ -42,13 +43,15 @@ int proc_thread_files__open(struct proc_thread_files *files, pid_t pid, pid_t ti
 
 void proc_thread_files__close(struct proc_thread_files *files)
 {
-        int *fds[] = {&files->stat_fd, &files->syscall_fd, &files->schedstat_fd, &files->comm_fd};
+        int *fds[] = {&files->stat_fd, &files->syscall_fd, &files->schedstat_fd, &files->comm_fd,
+                      &files->kstack_fd};
 
         for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
                 if (*fds[i] >= 0)
                         close(*fds[i]);
                 *fds[i] = -1;
         }
+        files->kstack_fd = KSTACK_UNOPENED;
 }
 
 /* Reads a whole small /proc file into buf, NUL-terminated.  The length,
@@ -187,6 +190,69 @@ bool proc_thread__run_count(const struct proc_thread_files *files, pid_t pid, pi
         if (proc_thread__sched_key(files, count))
                 return true;
         return sum_context_switches(pid, tid, count);
+}
+
+/* The scheduler's own frames, above the frame that called into it. */
+static bool is_scheduler_frame(const char *name, size_t len)
+{
+        static const char *const core[] = {"__schedule", "schedule", "__schedule_loop",
+                                           "schedule_loop"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(core); i++)
+                if (strlen(core[i]) == len && memcmp(name, core[i], len) == 0)
+                        return true;
+        return false;
+}
+
+/* Frames that call the scheduler to preempt, not to sleep. */
+static bool is_preemption_frame(const char *name, size_t len)
+{
+        static const char *const prefixes[] = {"exit_to_user_mode",
+                                               "irqentry_exit",
+                                               "syscall_exit_to_user_mode",
+                                               "preempt_schedule",
+                                               "__cond_resched",
+                                               "_cond_resched",
+                                               "raw_irqentry_exit_cond_resched"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+                size_t n = strlen(prefixes[i]);
+                if (len >= n && memcmp(name, prefixes[i], n) == 0)
+                        return true;
+        }
+        return false;
+}
+
+enum kernel_wait kernel_wait__parse(const char *text)
+{
+        /* Bounded by the text (at most one read's worth) and the depth. */
+        for (int depth = 0; depth < 16 && *text; depth++) {
+                const char *name = strstr(text, "] ");
+                const char *eol = strchr(text, '\n');
+                if (!name || (eol && name > eol))
+                        return KERNEL_WAIT_UNKNOWN;
+                name += 2;
+                size_t len = strcspn(name, "+\n");
+                if (!is_scheduler_frame(name, len))
+                        return is_preemption_frame(name, len) ? KERNEL_WAIT_PREEMPTED
+                                                              : KERNEL_WAIT_WOKEN;
+                if (!eol)
+                        break;
+                text = eol + 1;
+        }
+        return KERNEL_WAIT_UNKNOWN;
+}
+
+enum kernel_wait proc_thread__kernel_wait(struct proc_thread_files *files, pid_t pid, pid_t tid)
+{
+        char buf[1024];
+
+        if (files->kstack_fd == KSTACK_UNOPENED)
+                files->kstack_fd = open_task_file(pid, tid, "stack");
+        /* A running thread's stack reads empty. */
+        if (read_small(files->kstack_fd, buf, sizeof(buf)) <= 0)
+                return KERNEL_WAIT_UNKNOWN;
+        return kernel_wait__parse(buf);
 }
 
 bool proc_thread__comm(const struct proc_thread_files *files, char name[16])

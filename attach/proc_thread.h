@@ -15,7 +15,12 @@ struct proc_thread_files {
         int syscall_fd;
         int schedstat_fd;
         int comm_fd;
+        /* /proc/.../stack, opened on first use (proc_thread__kernel_wait):
+         * KSTACK_UNOPENED until then, -1 where it cannot be read. */
+        int kstack_fd;
 };
+
+#define KSTACK_UNOPENED (-2)
 
 /* What /proc/PID/task/TID/syscall reports for a thread that is not running. */
 struct blocked_point {
@@ -71,6 +76,26 @@ struct proc_schedstat {
 /* Reads schedstat.  False when unavailable or all zeros (scheduler
  * statistics compiled out). */
 bool proc_thread__schedstat(const struct proc_thread_files *files, struct proc_schedstat *out);
+
+/* Why a thread that /proc calls running (R) is off its CPU, from its
+ * kernel stack (/proc/PID/task/TID/stack: root, CAP_SYS_ADMIN). */
+enum kernel_wait {
+        KERNEL_WAIT_UNKNOWN,   /* unreadable, or on a CPU (the stack is stale) */
+        KERNEL_WAIT_PREEMPTED, /* taken off a CPU while it ran: at a system call's
+                                * return, an interrupt's return or a cond_resched */
+        KERNEL_WAIT_WOKEN,     /* woken from a sleep it has not yet returned from */
+};
+
+/* Reads the kernel stack to tell a preempted thread from a woken one.
+ * A thread stopped at a system call's exit was in that call either way;
+ * only a preempted one spent CPU there (the call's own work), so only its
+ * sample may be charged CPU.  KERNEL_WAIT_UNKNOWN without the privilege
+ * (the file is then not tried again). */
+enum kernel_wait proc_thread__kernel_wait(struct proc_thread_files *files, pid_t pid, pid_t tid);
+
+/* The parser behind proc_thread__kernel_wait, on the file's text (one
+ * "[<0>] function+0x1/0x2" line per frame, innermost first). */
+enum kernel_wait kernel_wait__parse(const char *text);
 
 /* Thread name (comm), NUL-terminated, at most 15 characters. */
 bool proc_thread__comm(const struct proc_thread_files *files, char name[16]);

@@ -61,7 +61,7 @@ static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_opti
         if (!thread)
                 return NULL;
         thread->tid = tid;
-        thread->files = (struct proc_thread_files){-1, -1, -1, -1};
+        thread->files = (struct proc_thread_files){-1, -1, -1, -1, KSTACK_UNOPENED};
         if (!thread_stack__reserve(&thread->last_stack, 1) ||
             capture__init(&thread->capture, options->stack_bytes) < 0 ||
             proc_thread_files__open(&thread->files, pid, tid) < 0) {

@@ -252,6 +252,8 @@ static size_t interrupt_running_threads(struct registry *registry)
                         }
                         switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
                         case PROC_SYSCALL_RUNNING:
+                                thread->kernel_wait_before = proc_thread__kernel_wait(
+                                    &thread->files, target->pid, thread->tid);
                                 (void)capture__ready(&thread->capture);
                                 capture__warm_up(&thread->capture);
                                 if (ptrace_events__interrupt(thread) == 0) {
@@ -575,18 +577,26 @@ static enum sample_state classify(const struct tthread *thread, bool stopped)
                    : SAMPLE_RUNNING;
 }
 
-/* Whether a sample's stack is where the thread last ran, taken at a point
- * that does not depend on the code: a `running` sample, or a `runnable`
- * one stopped outside any system call (orig_rax -1), which was preempted
- * there, since a thread can only go to sleep inside a call.  A runnable
- * thread stopped at a call's exit was woken from it: charging it would
- * charge CPU to every epoll_wait a busy host makes a thread wait after. */
+/* Whether a sample's stack is where the thread last ran: a `running`
+ * sample, or a `runnable` one that was preempted where it stopped.  Outside
+ * any system call (orig_rax -1) it was, since a thread can only go to
+ * sleep inside a call.  At a call's exit it was either woken from that
+ * call, and charging it would charge CPU to every epoll_wait a busy host
+ * makes a thread wait after, or preempted as the call returned, having
+ * done the call's work on a CPU: its kernel stack, read before the
+ * interrupt, tells which (without it, such samples take none, and the
+ * calls' own CPU goes to the next charged sample, measured at 5-11 points
+ * too little for the calls of tests/targets/target_split on a loaded
+ * host). */
 static bool takes_cpu(const struct tthread *thread, enum sample_state state)
 {
         if (state == SAMPLE_RUNNING)
                 return true;
-        return state == SAMPLE_RUNNABLE && thread->captured &&
-               thread->capture.kind == CAPTURE_STOPPED && (long)thread->capture.regs.orig_rax < 0;
+        if (state != SAMPLE_RUNNABLE || !thread->captured ||
+            thread->capture.kind != CAPTURE_STOPPED)
+                return false;
+        return (long)thread->capture.regs.orig_rax < 0 ||
+               thread->kernel_wait_before == KERNEL_WAIT_PREEMPTED;
 }
 
 /* The sample's values.  cpu: the thread's on-CPU time (the kernel's

@@ -33,6 +33,28 @@ static void check_ns_tid(void)
         CHECK(!nested);
 }
 
+/* Kernel stacks as /proc/PID/task/TID/stack printed them on 6.18 for R
+ * threads of tests/targets/target_split (woken in epoll_wait, preempted at
+ * a call's return and at a timer interrupt's). */
+static void check_kernel_wait(void)
+{
+        CHECK(kernel_wait__parse("[<0>] __schedule+0x4a1/0xd90\n[<0>] schedule+0x27/0xf0\n"
+                                 "[<0>] schedule_hrtimeout_range_clock+0xf4/0x110\n"
+                                 "[<0>] do_epoll_wait+0x4c5/0x500\n") == KERNEL_WAIT_WOKEN);
+        CHECK(kernel_wait__parse("[<0>] __schedule+0x4a1/0xd90\n[<0>] schedule+0x27/0xf0\n"
+                                 "[<0>] exit_to_user_mode_loop+0x6e/0x470\n"
+                                 "[<0>] do_syscall_64+0x2ad/0x8d0\n") == KERNEL_WAIT_PREEMPTED);
+        CHECK(kernel_wait__parse("[<0>] irqentry_exit_to_user_mode+0x1bb/0x1d0\n"
+                                 "[<0>] asm_sysvec_apic_timer_interrupt+0x1a/0x20\n") ==
+              KERNEL_WAIT_PREEMPTED);
+        CHECK(kernel_wait__parse("[<0>] __cond_resched+0x1e/0x30\n[<0>] read_zero+0x5a/0x100\n") ==
+              KERNEL_WAIT_PREEMPTED);
+        CHECK(kernel_wait__parse("") == KERNEL_WAIT_UNKNOWN);
+        CHECK(kernel_wait__parse("garbage") == KERNEL_WAIT_UNKNOWN);
+        CHECK(kernel_wait__parse("[<0>] __schedule+0x1/0x2\n[<0>] schedule+0x1/0x2") ==
+              KERNEL_WAIT_UNKNOWN);
+}
+
 int main(void)
 {
         struct proc_thread_files files;
@@ -53,6 +75,7 @@ int main(void)
         CHECK(proc_process__start_code(getpid()) != 0);
         CHECK(proc_process__start_code(getpid()) <= (uint64_t)(uintptr_t)&main);
         check_ns_tid();
+        check_kernel_wait();
         fprintf(stderr, "vsize %llu -> %llu -> %llu: ok\n", (unsigned long long)before,
                 (unsigned long long)during, (unsigned long long)after);
         return 0;
