@@ -204,6 +204,19 @@ static bool is_scheduler_frame(const char *name, size_t len)
         return false;
 }
 
+/* Frames of a thread that already reached its ptrace-stop (the read
+ * comes just after the interrupt): nothing is known of before. */
+static bool is_stop_frame(const char *name, size_t len)
+{
+        static const char *const stops[] = {"ptrace_stop", "do_signal_stop", "get_signal",
+                                            "ptrace_notify", "do_jobctl_trap"};
+
+        for (size_t i = 0; i < ARRAY_SIZE(stops); i++)
+                if (strlen(stops[i]) == len && memcmp(name, stops[i], len) == 0)
+                        return true;
+        return false;
+}
+
 /* Frames that call the scheduler to preempt, not to sleep. */
 static bool is_preemption_frame(const char *name, size_t len)
 {
@@ -233,6 +246,8 @@ enum kernel_wait kernel_wait__parse(const char *text)
                         return KERNEL_WAIT_UNKNOWN;
                 name += 2;
                 size_t len = strcspn(name, "+\n");
+                if (is_stop_frame(name, len))
+                        return KERNEL_WAIT_UNKNOWN;
                 if (!is_scheduler_frame(name, len))
                         return is_preemption_frame(name, len) ? KERNEL_WAIT_PREEMPTED
                                                               : KERNEL_WAIT_WOKEN;

@@ -80,13 +80,15 @@ bool proc_thread__schedstat(const struct proc_thread_files *files, struct proc_s
 /* Why a thread that /proc calls running (R) is off its CPU, from its
  * kernel stack (/proc/PID/task/TID/stack: root, CAP_SYS_ADMIN). */
 enum kernel_wait {
-        KERNEL_WAIT_UNKNOWN,   /* unreadable, or on a CPU (the stack is stale) */
+        KERNEL_WAIT_UNKNOWN,   /* unreadable, on a CPU (the stack is stale) or
+                                * already in its ptrace-stop */
         KERNEL_WAIT_PREEMPTED, /* taken off a CPU while it ran: at a system call's
                                 * return, an interrupt's return or a cond_resched */
         KERNEL_WAIT_WOKEN,     /* woken from a sleep it has not yet returned from */
 };
 
-/* Reads the kernel stack to tell a preempted thread from a woken one.
+/* Reads the kernel stack to tell a preempted thread from a woken one
+ * (the sampler reads it right after the interrupt).
  * A thread stopped at a system call's exit was in that call either way;
  * only a preempted one spent CPU there (the call's own work), so only its
  * sample may be charged CPU.  KERNEL_WAIT_UNKNOWN without the privilege

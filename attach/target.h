@@ -84,8 +84,9 @@ struct tthread {
         bool sched_seen_stopped;          /* that sample was taken by a stop */
         uint64_t cpu_charged_ns;          /* on_cpu_ns already charged to samples */
         bool cpu_charged_valid;
-        /* sampler: why it was off its CPU just before this tick's interrupt,
-         * if /proc said running (proc_thread__kernel_wait) */
+        /* sampler: why it was off its CPU when this tick's interrupt was sent,
+         * if /proc said running (proc_thread__kernel_wait, read
+         * right after the interrupt) */
         enum kernel_wait kernel_wait_before;
         uint64_t last_sample_ns; /* CLOCK_MONOTONIC of the last sample, 0: none */
         uint8_t sample_state;    /* this tick's state (engine/sampler.c) */

@@ -252,11 +252,16 @@ static size_t interrupt_running_threads(struct registry *registry)
                         }
                         switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
                         case PROC_SYSCALL_RUNNING:
-                                thread->kernel_wait_before = proc_thread__kernel_wait(
-                                    &thread->files, target->pid, thread->tid);
                                 (void)capture__ready(&thread->capture);
                                 capture__warm_up(&thread->capture);
                                 if (ptrace_events__interrupt(thread) == 0) {
+                                        /* After the interrupt, not before: the read
+                                         * would widen the window in which a thread
+                                         * judged running enters a blocking call and
+                                         * gets EINTR.  One off its CPU, the case the
+                                         * read is for, stays as it is until it runs. */
+                                        thread->kernel_wait_before = proc_thread__kernel_wait(
+                                            &thread->files, target->pid, thread->tid);
                                         pending++;
                                         outstanding++;
                                         collected_ns = thread->interrupt_ns;

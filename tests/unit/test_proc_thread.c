@@ -49,6 +49,8 @@ static void check_kernel_wait(void)
               KERNEL_WAIT_PREEMPTED);
         CHECK(kernel_wait__parse("[<0>] __cond_resched+0x1e/0x30\n[<0>] read_zero+0x5a/0x100\n") ==
               KERNEL_WAIT_PREEMPTED);
+        CHECK(kernel_wait__parse("[<0>] ptrace_stop+0x1/0x2\n[<0>] get_signal+0x1/0x2\n"
+                                 "[<0>] exit_to_user_mode_loop+0x1/0x2\n") == KERNEL_WAIT_UNKNOWN);
         CHECK(kernel_wait__parse("") == KERNEL_WAIT_UNKNOWN);
         CHECK(kernel_wait__parse("garbage") == KERNEL_WAIT_UNKNOWN);
         CHECK(kernel_wait__parse("[<0>] __schedule+0x1/0x2\n[<0>] schedule+0x1/0x2") ==
