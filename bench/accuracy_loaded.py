@@ -364,7 +364,9 @@ def report_cell(name, hogs, load, ours, perf, truth, summ, extra):
 def markdown(cells, cfg):
     out = [f"## Accuracy on a loaded host (issue 16, item 7) ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC)",
            "",
-           f"`python3 bench/accuracy_loaded.py --secs {cfg.secs}` (commit {commit()}); {cfg.secs} s per window, "
+           f"`python3 bench/accuracy_loaded.py --secs {cfg.secs}"
+           + (f" --nice {cfg.nice}" if cfg.nice is not None else "")
+           + f"` (commit {commit()}, build {cfg.build}); {cfg.secs} s per window, "
            f"ours at {HZ} Hz, perf `-e cpu-clock -F {PERF_HZ} --call-graph dwarf` over the same window.  "
            "Flat = leaf symbol share of CPU (ours: cpu/nanoseconds; perf: samples, first user frame).  "
            "Noise = bootstrap sd of the worst function's share.  Load = 1-min load average at the window's start.",
@@ -399,8 +401,14 @@ def main():
     ap.add_argument("--hogs", default="0,3")
     ap.add_argument("--workloads", default="split,pysplit,nginx,redis")
     ap.add_argument("--competitors", default="pyspy,austin")
+    ap.add_argument("--nice", type=int, help="run splunk-profd under `nice -n N` (e.g. -10: is the "
+                    "held-by-us pause shorter when the tracer outranks the hogs?)")
     ap.add_argument("--out")
     cfg = ap.parse_args()
+    if cfg.nice is not None:
+        plain = run.profiler_argv
+        run.profiler_argv = lambda tool, *a, **k: (  # noqa: E731
+            ["nice", "-n", str(cfg.nice)] if tool == "ours" else []) + plain(tool, *a, **k)
     cfg.competitors = [t for t in cfg.competitors.split(",") if t]
     run.setup()
     ensure_servers()
