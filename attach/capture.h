@@ -25,9 +25,9 @@
  * `result` is an opaque malloc'd block owned by the capture (python/'s last
  * merged stack, reused while the thread stays idle), freed with it. */
 /* The thread state, GIL, chunk and top frame, the asyncio task (three),
- * up to 32 frame ranges prefetched and 16 frames copied one by one, plus
- * one per range not prefetched (python/py_frame_copy.h). */
-#define CAPTURE_INTERP_REGIONS 64
+ * up to 32 frame ranges prefetched and 32 frames copied one by one (3.11+;
+ * 3.9/3.10: 16 plus one per range not prefetched; python/py_frame_copy.h). */
+#define CAPTURE_INTERP_REGIONS 72
 
 struct capture_region {
         uint64_t address; /* target address of the copy */

@@ -17,7 +17,7 @@
  * copy, the native stack copy (3.12+ entry frames) or an earlier region
  * holds costs a lookup; any other one is copied as a region of its own
  * with one process_vm_readv, so the walk after the resume finds the chain
- * as it was at the stop.  At most PY_FRAME_COPY_MAX frames are read so
+ * as it was at the stop.  At most PY_CORO_COPY_MAX frames are read so
  * (bounded stop window; on 3.11+ they are the running task's await chain,
  * on 3.9/3.10 every frame object); beyond that, and beyond PY_MAX_FRAMES
  * steps, frames are read live after the resume as before.
@@ -39,13 +39,19 @@
  * 3.11+ only generator and coroutine frames do. */
 static size_t prefetch_max(const struct py_offsets *o)
 {
-        return o->model == PY_FRAMES_OBJECTS ? PY_FRAME_PREFETCH_MAX : PY_FRAME_COPY_MAX;
+        return o->model == PY_FRAMES_OBJECTS ? PY_FRAME_PREFETCH_MAX : PY_CORO_COPY_MAX;
 }
 
 static size_t prefetch_bytes(const struct py_offsets *o)
 {
         return o->model == PY_FRAMES_OBJECTS ? PY_FRAME_PREFETCH_BYTES
-                                             : PY_FRAME_COPY_MAX * o->frame_size;
+                                             : PY_CORO_COPY_MAX * o->frame_size;
+}
+
+/* Frames copied one by one, at most, before the ranges' bonus (3.9/3.10). */
+static size_t copy_max(const struct py_offsets *o)
+{
+        return o->model == PY_FRAMES_OBJECTS ? PY_FRAME_COPY_MAX : PY_CORO_COPY_MAX;
 }
 
 static bool region_holds(const struct py_offsets *o, const struct capture_region *r, uint64_t frame)
@@ -170,7 +176,7 @@ size_t py_frame_copy__chain(struct py_frame_copy *fc, const struct py_runtime *r
         struct py_frame_hint next = {.tid = capture->tid};
         struct prefetched p;
         uint64_t set[SET_SLOTS] = {0}, frame = top;
-        size_t max = prefetch_max(o), copied = 0, copy_max = PY_FRAME_COPY_MAX;
+        size_t max = prefetch_max(o), copied = 0, most = copy_max(o);
 
         if (hint->tid != capture->tid)
                 hint->n = hint->n_ranges = 0;
@@ -180,13 +186,13 @@ size_t py_frame_copy__chain(struct py_frame_copy *fc, const struct py_runtime *r
          * stops, not four (48 reads at most, ~70 us, on a thread's first
          * stop). */
         if (o->model == PY_FRAMES_OBJECTS)
-                copy_max += PY_FRAME_RANGES - p.n;
+                most += PY_FRAME_RANGES - p.n;
         for (size_t steps = 0; frame && steps < PY_MAX_FRAMES; steps++) {
                 size_t before = capture->interp.n_regions;
                 uint64_t previous;
                 bool own;
                 if (frame < 4096 || (frame & 7) ||
-                    !previous_of(o, capture, &p, frame, copied < copy_max, &own, &previous))
+                    !previous_of(o, capture, &p, frame, copied < most, &own, &previous))
                         break;
                 copied += capture->interp.n_regions > before;
                 if (own && next.n < max && set_add(set, frame))
@@ -243,7 +249,7 @@ size_t py_frame_copy__bytes(const struct py_offsets *offsets)
 {
         /* prefetched, and copied one by one */
         size_t copied =
-            PY_FRAME_COPY_MAX + (offsets->model == PY_FRAMES_OBJECTS ? PY_FRAME_RANGES : 0);
+            copy_max(offsets) + (offsets->model == PY_FRAMES_OBJECTS ? PY_FRAME_RANGES : 0);
 
         return prefetch_bytes(offsets) + copied * offsets->frame_size;
 }

@@ -56,7 +56,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
  * registers and native stack were copied (a stopped or a blocked thread):
  * copies the frames of the thread's chain that neither copy holds: those
  * of its last stops prefetched in one process_vm_readv, then at most
- * PY_FRAME_COPY_MAX more one by one (3.9/3.10: up to 48;
+ * PY_CORO_COPY_MAX more one by one (3.9/3.10: up to 48;
  * python/py_frame_copy.h).  Without them a coroutine or generator frame
  * read after the resume has mostly yielded and lost its link to its
  * caller, and a 3.9/3.10 frame object has been reused. */

@@ -17,6 +17,9 @@ packages=(
   # ops tests (tests/test_ops.py): the SVG flame graph is opened in headless
   # Chromium; `man` renders the man page
   chromium man-db
+  # asyncio tests (tests/test_asyncio_fastapi.py): a FastAPI app under uvicorn
+  # on the host's /usr/bin/python3.11 (the chroots get theirs from setup-pythons.sh)
+  python3-fastapi python3-uvicorn
 )
 missing=()
 for p in "${packages[@]}"; do

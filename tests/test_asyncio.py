@@ -30,7 +30,7 @@ from conftest import PROFD, PYTHON_ENV, PYTHON_NAMES, PYTHON_TARGETS, REPO, Targ
 
 SWITCH = PYTHON_TARGETS / "asyncio_switch.py"
 TASK_SPANS = REPO / "tests" / "context_targets" / "py_task_spans.py"
-SPAN_PYTHONS = ["3.11-host", "3.13-trixie", "3.14-forky"]
+SPAN_PYTHONS = ["3.11-host", "3.13-trixie", "3.14-forky", "3.15-forky"]
 TASKS = PYTHON_TARGETS / "asyncio_tasks.py"
 TASK_LABEL = "asyncio.task.name"
 MERGE_FAILED = "[merge failed]"

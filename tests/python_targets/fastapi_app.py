@@ -1,0 +1,90 @@
+"""A FastAPI app served by uvicorn on the asyncio loop (tests/test_asyncio_fastapi.py).
+
+GET /work awaits, computes in traced_crunch ~1 ms inside
+tracer.start_as_current_span (a generator-based context manager, real
+opentelemetry-sdk), awaits, leaves the span and computes in plain_crunch:
+each request is a uvicorn task (Task-N) whose stack runs from the event
+loop through Starlette and FastAPI down to the endpoint.  The
+splunk_profd_context writer is installed (per-thread span slots).
+
+Listens on 127.0.0.1 on a port the kernel picks; prints "ready", then
+{"version": ..., "port": ...}, then serves until killed."""
+
+import asyncio
+import json
+import socket
+import sys
+import time
+
+from fastapi import FastAPI
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+import splunk_profd_context
+import uvicorn
+
+splunk_profd_context.install()
+trace.set_tracer_provider(TracerProvider())
+tracer = trace.get_tracer("fastapi_app")
+app = FastAPI()
+
+
+def spin(us):
+    end = time.perf_counter() + us / 1e6
+    while time.perf_counter() < end:
+        pass
+
+
+def traced_crunch():
+    spin(1000)
+
+
+def plain_crunch():
+    spin(1000)
+
+
+def span_tail():
+    spin(1000)
+
+
+def task_tail():
+    spin(1000)
+
+
+async def handle():
+    with tracer.start_as_current_span("work"):
+        await asyncio.sleep(0)
+        traced_crunch()
+        await asyncio.sleep(0)
+        # The span is read after the resume: a sample in traced_crunch read
+        # late must not find it ended already.
+        span_tail()
+    plain_crunch()
+    await asyncio.sleep(0)
+    # So is the task's name: a sample in plain_crunch read late must not
+    # find the task finished (and freed) already.
+    task_tail()
+
+
+@app.get("/work")
+async def work():
+    await handle()
+    return {"ok": True}
+
+
+class ReadyServer(uvicorn.Server):
+    """Says "ready" once the socket accepts (startup() has run)."""
+
+    async def startup(self, sockets=None):
+        await super().startup(sockets=sockets)
+        print("ready", flush=True)
+        print(json.dumps({"version": sys.version.split()[0], "port": PORT}), flush=True)
+
+
+sock = socket.socket()
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(("127.0.0.1", 0))
+PORT = sock.getsockname()[1]
+# loop="asyncio": uvicorn would take uvloop (which Debian's uvicorn pulls
+# in) whose loop is not asyncio's; http="h11" for the same on every version.
+config = uvicorn.Config(app, loop="asyncio", http="h11", lifespan="off", log_level="warning", access_log=False)
+ReadyServer(config).run(sockets=[sock])
