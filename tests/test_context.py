@@ -228,6 +228,41 @@ def test_python_writer_in_its_own_pid_namespace(profd, start_app_reported, write
     check_two_threads(prof.samples, report)
 
 
+def test_new_threads_are_labelled_from_their_first_sample(profd, start_target, writer_path, tmp_path):
+    """Thread-per-request (py_new_threads.py): every request is a new thread
+    that opens its span at once and spins 10 + 15 ms in it.  At a 5 ms
+    interval >= 99% of its samples inside the span carry the span's ids,
+    and so do >= 99% of those in the thread's first 10 ms (once only 31-56%
+    did: the tid -> slot index was rebuilt at most every 20 ms).  A host
+    too loaded to give 20 first-10-ms samples in 3 s gets more rounds."""
+    import json
+
+    report_file = tmp_path / "requests.jsonl"
+    target = start_target([sys.executable, APPS / "py_new_threads.py", report_file], env=app_env(writer_path))
+    samples = []
+    for _ in range(4):
+        _, prof = profd.profile([target.pid], duration=3, interval=5)
+        print(prof.summary_line)
+        samples += prof.samples
+        requests = {}
+        for line in report_file.read_text().splitlines():
+            request = json.loads(line)
+            requests.setdefault(request["tid"], []).append(request["ids"])
+        counts = {}
+        for phase in ("request_first_10ms", "request_rest"):
+            inside = [s for s in samples if len(requests.get(tid_of(s), ())) == 1 and phase in functions(s)]
+            right = [s for s in inside if span_labels(s) == tuple([x] for x in requests[tid_of(s)][0])]
+            counts[phase] = (len(right), len(inside), [span_labels(s) for s in inside if s not in right][:3])
+        if counts["request_first_10ms"][1] >= 20:
+            break
+    print(f"{len(requests)} requests; right/inside (others): {counts}")
+    right, inside = (sum(c[i] for c in counts.values()) for i in (0, 1))
+    first_right, first_inside, _ = counts["request_first_10ms"]
+    assert first_inside >= 20, f"too few samples in request_first_10ms: {counts}"
+    assert right >= 0.99 * inside, f"{right}/{inside} samples inside spans carry their ids: {counts}"
+    assert first_right >= 0.99 * first_inside, (
+        f"{first_right}/{first_inside} samples of a new thread's first 10 ms carry their ids: {counts}")
+
 def test_c_writer_installs_with_pkg_config(tmp_path):
     """meson install, then build a program with `pkg-config splunk-profd-context` only."""
     destdir = tmp_path / "dest"
