@@ -11,7 +11,8 @@
  * With CTX_REQUESTS=FILE it is a thread-per-request server instead: each
  * request is a new thread that sets its span at once, spins 10 ms in
  * request_first_10ms() and 15 ms in request_rest(), clears it and appends
- * {"tid": TID, "ids": [TRACE_HEX, SPAN_HEX]} as a line to FILE.
+ * {"tid": TID, "ids": [TRACE_HEX, SPAN_HEX], "span_ns": [BEGIN, END]} as a
+ * line to FILE (CLOCK_REALTIME ns, taken inside the span).
  *
  * Built with CTX_DLOPEN (ctx_c_spans_dlopen LIB): the writer library is
  * not linked but loaded with dlopen, so its TLS is a dlopen'ed module's. */
@@ -104,6 +105,14 @@ __attribute__((noinline)) static void request_rest(void)
 
 static FILE *requests;
 
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 static void *request(void *arg)
 {
         uint32_t n = (uint32_t)(uintptr_t)arg;
@@ -113,8 +122,10 @@ static void *request(void *arg)
         memcpy(trace_id + 12, &n, sizeof(n));
         memcpy(span_id + 4, &n, sizeof(n));
         splunk_profd_context_set(trace_id, span_id, 1);
+        uint64_t begin = realtime_ns();
         request_first_10ms();
         request_rest();
+        uint64_t end = realtime_ns();
         splunk_profd_context_clear();
         fprintf(requests, "{\"tid\": %ld, \"ids\": [\"", (long)syscall(SYS_gettid));
         for (int i = 0; i < 16; i++)
@@ -122,7 +133,8 @@ static void *request(void *arg)
         fprintf(requests, "\", \"");
         for (int i = 0; i < 8; i++)
                 fprintf(requests, "%02x", span_id[i]);
-        fprintf(requests, "\"]}\n");
+        fprintf(requests, "\"], \"span_ns\": [%llu, %llu]}\n", (unsigned long long)begin,
+                (unsigned long long)end);
         fflush(requests);
         return NULL;
 }

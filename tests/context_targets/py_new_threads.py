@@ -1,8 +1,9 @@
 """A thread-per-request server in miniature: every request is a new OS
 thread that opens a span (real opentelemetry-api/-sdk) as its first act and
 spins in it, 10 ms in request_first_10ms, then 15 ms in request_rest.
-When a request ends its thread appends {"tid", "ids": [trace, span]} as one
-JSON line to the file argv[1].  Prints "ready" once the writer is installed.
+When a request ends its thread appends {"tid", "ids": [trace, span],
+"span_ns": [begin, end]} as one JSON line to the file argv[1], begin and end
+in CLOCK_REALTIME ns, taken inside the span.  Prints "ready" once the writer is installed.
 
 Samples in request_first_10ms are a new thread's first 10 ms inside its
 span: splunk-profd must label them from the first one."""
@@ -35,9 +36,11 @@ def request_rest():
 
 def handle_request():
     with tracer.start_as_current_span("request") as span:
+        begin = time.time_ns()
         request_first_10ms()
         request_rest()
-    report.write(json.dumps({"tid": threading.get_native_id(), "ids": ids(span)}) + "\n")
+        end = time.time_ns()
+    report.write(json.dumps({"tid": threading.get_native_id(), "ids": ids(span), "span_ns": [begin, end]}) + "\n")
 
 
 say("ready")
