@@ -18,6 +18,12 @@
  * thus costs about one rebuild a second; a new thread of ours resets the
  * pacing, since a thread's first span is what claims a slot.
  *
+ * Home slots: a writer that sets CONTEXT_HEADER_HOME_SLOTS claims a
+ * thread's slot at tid % slot_count or just after.  A thread the index
+ * has no slot for then gets CONTEXT_PROBE_SLOTS slots from there copied in
+ * its stop window instead (the same one read), so a new thread's first
+ * span is labelled from its first sample, before any rebuild could run.
+ *
  * Decoding trusts a slot only when its sequence is even, its tid is the
  * sampled thread and its start time is that thread's start time from
  * /proc: a recycled tid has a different start time, so it never inherits a
