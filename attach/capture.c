@@ -243,17 +243,17 @@ int capture__from_blocked(struct capture *capture, pid_t pid, pid_t tid,
         return capture->stack_len > 0 ? 0 : -EFAULT;
 }
 
-int capture__copy_span_slot(struct capture *capture, uint64_t address)
+int capture__copy_span_slots(struct capture *capture, uint64_t address, size_t len)
 {
-        struct iovec local = {.iov_base = capture->span_slot,
-                              .iov_len = sizeof(capture->span_slot)};
-        struct iovec remote = {.iov_base = (void *)(uintptr_t)address,
-                               .iov_len = sizeof(capture->span_slot)};
+        if (len > sizeof(capture->span_slot))
+                len = sizeof(capture->span_slot);
+        struct iovec local = {.iov_base = capture->span_slot, .iov_len = len};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)address, .iov_len = len};
         ssize_t got = process_vm_readv(capture->pid, &local, 1, &remote, 1, 0);
 
         if (got < 0)
                 return -errno;
-        capture->span_slot_len = got == (ssize_t)sizeof(capture->span_slot) ? (size_t)got : 0;
+        capture->span_slot_len = got == (ssize_t)len ? len : 0;
         return 0;
 }
 

@@ -44,8 +44,9 @@ struct capture_interp {
         void *result;
 };
 
-/* One slot of the span-context segment (context/context_format.h). */
-#define CAPTURE_SPAN_SLOT_BYTES 64
+/* Slots of the span-context segment (context/context_format.h): the
+ * thread's own one, or the CONTEXT_PROBE_SLOTS from its home slot. */
+#define CAPTURE_SPAN_SLOT_BYTES (8 * 64)
 /* One OTEP 4947 thread record: 28 bytes + attributes, capped at the
  * OTEP's recommended 640 bytes in all. */
 #define CAPTURE_THREAD_RECORD_BYTES 640
@@ -76,8 +77,9 @@ struct capture {
         uint64_t stack_end_hint;
         bool stack_cut_at_hint;
         struct capture_interp interp;
-        /* The thread's span-context slot (context/), copied in the same
-         * window; span_slot_len is 0 when none was copied. */
+        /* The thread's span-context slot, or the slots it may have
+         * claimed (context/context_reader.c), copied in the same window;
+         * span_slot_len is 0 when none was copied. */
         uint8_t span_slot[CAPTURE_SPAN_SLOT_BYTES];
         size_t span_slot_len;
         /* The OTEP 4947 thread record (context/thread_context.c), copied
@@ -149,9 +151,10 @@ ssize_t capture__copy_interp(struct capture *capture, const uint64_t *addresses,
  * holds all of them. */
 const uint8_t *capture__interp_at(const struct capture *capture, uint64_t address, size_t len);
 
-/* Copies the span-context slot at `address` with one process_vm_readv();
- * span_slot_len stays 0 unless all of it arrived.  0 or -errno. */
-int capture__copy_span_slot(struct capture *capture, uint64_t address);
+/* Copies `len` bytes of span-context slots (at most
+ * CAPTURE_SPAN_SLOT_BYTES) at `address` with one process_vm_readv();
+ * span_slot_len stays 0 unless all of them arrived.  0 or -errno. */
+int capture__copy_span_slots(struct capture *capture, uint64_t address, size_t len);
 
 /* After a complete unwind that read the stack up to `read_end`
  * (exclusive): later copies of this thread may stop there. */

@@ -92,6 +92,7 @@ struct tthread {
         uint8_t sample_state;    /* this tick's state (engine/sampler.c) */
         /* Span context (context/context_reader.c). */
         uint32_t context_slot;  /* slot index + 1 in the segment, 0: none */
+        uint32_t context_probe; /* capture holds slots from this index + 1 on, 0: its own */
         uint64_t context_start; /* start time from /proc (stat field 22), 0: unread */
         /* OTEP 4947 thread context: the thread's fs_base from its last
          * ptrace-stop (0: never stopped), and its TLS variable's address

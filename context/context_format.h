@@ -27,6 +27,19 @@
 #define CONTEXT_VALID         0x01u /* slot.valid: trace_id/span_id hold a span */
 #define CONTEXT_FLAG_INTERNAL 0x01u /* slot.flags: telemetry SDK worker thread */
 
+/* header.flags: the writer claims a thread's slot at its home slot,
+ * context_home_slot(), or at the first free slot after it.  The reader
+ * then finds a thread it has not indexed yet (a new thread's first span)
+ * by copying CONTEXT_PROBE_SLOTS slots from there in the stop window. */
+#define CONTEXT_HEADER_HOME_SLOTS 0x01u
+#define CONTEXT_PROBE_SLOTS       8u
+
+/* The home slot of `tid` (the id the writer's gettid() returns). */
+static inline uint32_t context_home_slot(int32_t tid, uint32_t slot_count)
+{
+        return slot_count ? (uint32_t)tid % slot_count : 0;
+}
+
 struct context_header {
         char magic[8];        /* CONTEXT_MAGIC */
         uint32_t version;     /* CONTEXT_VERSION */
@@ -36,7 +49,8 @@ struct context_header {
         int32_t owner_pid;    /* getpid() of the process that created it */
         uint32_t claims;      /* bumped whenever a slot changes owner */
         uint64_t owner_start; /* creator's start time, /proc/self/stat field 22 */
-        uint8_t reserved[24];
+        uint32_t flags;       /* CONTEXT_HEADER_*, 0 from older writers */
+        uint8_t reserved[20];
 };
 
 struct context_slot {

@@ -18,6 +18,12 @@
  * thus costs about one rebuild a second; a new thread of ours resets the
  * pacing, since a thread's first span is what claims a slot.
  *
+ * Home slots: a writer that sets CONTEXT_HEADER_HOME_SLOTS claims a
+ * thread's slot at tid % slot_count or just after.  A thread the index
+ * has no slot for then gets CONTEXT_PROBE_SLOTS slots from there copied in
+ * its stop window instead (the same one read), so a new thread's first
+ * span is labelled from its first sample, before any rebuild could run.
+ *
  * Decoding trusts a slot only when its sequence is even, its tid is the
  * sampled thread and its start time is that thread's start time from
  * /proc: a recycled tid has a different start time, so it never inherits a
@@ -39,7 +45,8 @@
 #include "util/hex.h"
 #include "util/log.h"
 
-_Static_assert(CAPTURE_SPAN_SLOT_BYTES == CONTEXT_SLOT_SIZE, "capture holds one slot");
+_Static_assert(CAPTURE_SPAN_SLOT_BYTES == CONTEXT_PROBE_SLOTS * CONTEXT_SLOT_SIZE,
+               "capture holds one probe window");
 
 #define MAPS_MAX_LINES 200000
 
@@ -196,6 +203,7 @@ static bool reader__discover(struct context_reader *reader, struct target *targe
                         reader->segment = start;
                         reader->mapped_len = len;
                         reader->slot_count = header.slot_count;
+                        reader->home_slots = header.flags & CONTEXT_HEADER_HOME_SLOTS;
                         reader->claims = header.claims - 1; /* force an index build */
                         reader->index_last_ns = 0;          /* index at once */
                         reader->index_gap_ns = 0;
@@ -345,6 +353,7 @@ static void refresh_segment(struct context_reader *reader, struct target *target
                         reader->next_discover_ns = now_ns + CONTEXT_DISCOVER_NS;
                         return;
                 }
+                reader->home_slots = header.flags & CONTEXT_HEADER_HOME_SLOTS;
         } else {
                 if (!rediscover &&
                     (now_ns < reader->next_discover_ns ||
@@ -380,12 +389,28 @@ void context_reader__capture(const struct context_reader *reader, struct tthread
         if (process_context__tls_schema_ok(&reader->process))
                 thread_context__capture(&reader->tls, &thread->capture, thread->tls_fs_base,
                                         &thread->tls_var, &thread->tls_var_serial);
-        if (!reader->segment || thread->context_slot == 0 ||
-            thread->context_slot > reader->slot_count)
+        thread->context_probe = 0;
+        if (!reader->segment)
                 return;
-        (void)capture__copy_span_slot(&thread->capture,
-                                      reader->segment + CONTEXT_HEADER_SIZE +
-                                          (uint64_t)(thread->context_slot - 1) * CONTEXT_SLOT_SIZE);
+        uint64_t slots = reader->segment + CONTEXT_HEADER_SIZE;
+        if (thread->context_slot != 0 && thread->context_slot <= reader->slot_count) {
+                (void)capture__copy_span_slots(&thread->capture,
+                                               slots + (uint64_t)(thread->context_slot - 1) *
+                                                           CONTEXT_SLOT_SIZE,
+                                               CONTEXT_SLOT_SIZE);
+                return;
+        }
+        if (!reader->home_slots)
+                return; /* an older writer: only the index finds its slots */
+        /* Not indexed yet (a new thread's first span): where the writer
+         * put it if its home was free or nearly so.  Up to 512 bytes,
+         * still one read; the window stops at the array's end. */
+        uint32_t home = context_home_slot(slot_tid(thread), reader->slot_count);
+        uint32_t n = reader->slot_count - home;
+        n = n < CONTEXT_PROBE_SLOTS ? n : CONTEXT_PROBE_SLOTS;
+        thread->context_probe = home + 1;
+        (void)capture__copy_span_slots(&thread->capture, slots + (uint64_t)home * CONTEXT_SLOT_SIZE,
+                                       (size_t)n * CONTEXT_SLOT_SIZE);
 }
 
 enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t tid,
@@ -408,10 +433,52 @@ enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t 
         return CONTEXT_SPAN;
 }
 
-enum context_state context_reader__decode(struct context_reader *reader,
-                                          const struct tthread *thread, struct context_span *span)
+int context_probe__find(const uint8_t *bytes, size_t len, pid_t tid, uint64_t start_time)
+{
+        struct context_slot slot;
+
+        for (size_t i = 0; start_time && (i + 1) * sizeof(slot) <= len; i++) {
+                memcpy(&slot, bytes + i * sizeof(slot), sizeof(slot));
+                if (slot.tid == tid && slot.start_time == start_time)
+                        return (int)i;
+        }
+        return -1;
+}
+
+/* The copied bytes of the thread's own slot, or NULL.  A probe window
+ * that holds it teaches the thread its slot, so that later stops copy
+ * just that one; a copied slot that no longer names the thread is
+ * forgotten (the next stop probes again) and calls for a re-index. */
+static const uint8_t *reader__own_slot(struct context_reader *reader, struct tthread *thread)
 {
         const struct capture *capture = &thread->capture;
+
+        if (capture->span_slot_len < CONTEXT_SLOT_SIZE)
+                return NULL;
+        if (!thread->context_start) /* a new thread: once, after the resume */
+                thread->context_start = thread_start_time(thread);
+        if (thread->context_probe) {
+                int i = context_probe__find(capture->span_slot, capture->span_slot_len,
+                                            slot_tid(thread), thread->context_start);
+                if (i < 0)
+                        return NULL;
+                thread->context_slot = thread->context_probe + (uint32_t)i;
+                return capture->span_slot + (size_t)i * CONTEXT_SLOT_SIZE;
+        }
+        int32_t tid;
+        memcpy(&tid, capture->span_slot + 4, sizeof(tid));
+        if (tid != slot_tid(thread)) {
+                reader->index_stale = true;
+                thread->context_slot = 0;
+        }
+        return capture->span_slot;
+}
+
+enum context_state context_reader__decode(struct context_reader *reader, struct tthread *thread,
+                                          struct context_span *span)
+{
+        const struct capture *capture = &thread->capture;
+        const uint8_t *own = reader__own_slot(reader, thread);
 
         /* OTEP 4947 first: a valid record is the SDK's own view. */
         if (capture->thread_record_state == 2 &&
@@ -422,25 +489,19 @@ enum context_state context_reader__decode(struct context_reader *reader,
                 span->internal = false;
                 if (span->record.unknown_key) /* the map grew: look again soon */
                         reader->process.next_check_ns = 0;
-                if (capture->span_slot_len == CONTEXT_SLOT_SIZE) {
+                if (own) {
                         struct context_span slot;
-                        (void)context_slot__decode(capture->span_slot, capture->span_slot_len,
-                                                   slot_tid(thread), thread->context_start, &slot);
+                        (void)context_slot__decode(own, CONTEXT_SLOT_SIZE, slot_tid(thread),
+                                                   thread->context_start, &slot);
                         span->internal = slot.internal;
                 }
                 return CONTEXT_SPAN;
         }
         span->record.n_attrs = 0;
-        enum context_state state =
-            context_slot__decode(capture->span_slot, capture->span_slot_len, slot_tid(thread),
-                                 thread->context_start, span);
-
-        /* A copied slot that no longer names this thread: re-index. */
-        if (state == CONTEXT_UNKNOWN && capture->span_slot_len == CONTEXT_SLOT_SIZE) {
-                int32_t tid;
-                memcpy(&tid, capture->span_slot + 4, sizeof(tid));
-                if (tid != slot_tid(thread))
-                        reader->index_stale = true;
+        if (!own) {
+                memset(span, 0, sizeof(*span));
+                return CONTEXT_UNKNOWN;
         }
-        return state;
+        return context_slot__decode(own, CONTEXT_SLOT_SIZE, slot_tid(thread), thread->context_start,
+                                    span);
 }

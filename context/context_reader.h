@@ -29,6 +29,7 @@ struct context_reader {
         uint64_t segment;    /* header address in the target, 0: none */
         uint64_t mapped_len; /* length of its mapping */
         uint32_t slot_count;
+        bool home_slots;  /* header.flags has CONTEXT_HEADER_HOME_SLOTS */
         uint32_t claims;  /* header.claims at the last index rebuild */
         bool index_stale; /* a slot no longer names its thread */
         bool warned;      /* one line per target about a bad segment */
@@ -84,18 +85,24 @@ bool context_reader__needs_fs_base(const struct context_reader *reader,
                                    const struct tthread *thread);
 
 /* Stop window: copies this thread's slot into its capture with one
- * bounded process_vm_readv (nothing when it has no slot), and its OTEP 4947
+ * bounded process_vm_readv; a thread the index has no slot for gets the
+ * CONTEXT_PROBE_SLOTS from its home slot instead, in one read too, when the
+ * writer places slots by home (nothing otherwise).  Also its OTEP 4947
  * record (two reads; more the first time in dynamic TLS).  A stopped
  * capture's fs_base is remembered for the thread's blocked samples. */
 void context_reader__capture(const struct context_reader *reader, struct tthread *thread);
 
-/* After the resume: what the copied slot says about `thread`. */
-enum context_state context_reader__decode(struct context_reader *reader,
-                                          const struct tthread *thread, struct context_span *span);
+/* After the resume: what the copied slot says about `thread`.  A probe
+ * that found the thread's slot sets thread->context_slot. */
+enum context_state context_reader__decode(struct context_reader *reader, struct tthread *thread,
+                                          struct context_span *span);
 
 /* Pure parts, exposed for unit tests. */
 enum context_state context_slot__decode(const uint8_t *bytes, size_t len, pid_t tid,
                                         uint64_t start_time, struct context_span *span);
+/* Which of the `len / CONTEXT_SLOT_SIZE` slots in `bytes` is owned by
+ * `tid` started at `start_time` (never when 0), or -1. */
+int context_probe__find(const uint8_t *bytes, size_t len, pid_t tid, uint64_t start_time);
 const char *context_header__check(const void *bytes, size_t len, uint64_t mapped_len, pid_t pid,
                                   pid_t ns_pid);
 /* Field 22 (starttime) of a /proc stat line, 0 when malformed. */

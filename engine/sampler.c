@@ -114,7 +114,7 @@ void sampler__on_interrupt_stop(void *arg, struct target *target, struct tthread
         if (thread->captured && python)
                 py_process__capture_frames(python, &thread->capture);
         if (thread->captured && profiled)
-                context_reader__capture(&profiled->context, thread); /* one 64-byte read */
+                context_reader__capture(&profiled->context, thread); /* one read, <= 512 B */
 }
 
 /* Right after the resume, as close to it as possible: the run-queue wait

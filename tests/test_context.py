@@ -228,6 +228,66 @@ def test_python_writer_in_its_own_pid_namespace(profd, start_app_reported, write
     check_two_threads(prof.samples, report)
 
 
+def span_phase(sample, request):
+    """Where in its request's span a sample was taken: "first 10 ms", "rest"
+    or None (outside, or within 1 ms of an edge: source.event.time is in ms)."""
+    t = sample["num_labels"]["source.event.time"][0]
+    begin, end = (ns / 1e6 for ns in request["span_ns"])
+    if begin + 1 <= t < begin + 10:
+        return "first 10 ms"
+    return "rest" if begin + 10 <= t <= end - 1 else None
+
+
+@pytest.mark.parametrize("writer", ["python", "c"])
+def test_new_threads_are_labelled_from_their_first_sample(profd, start_target, writer_path, tmp_path, writer):
+    """Thread-per-request: every request is a new thread that opens its span
+    at once and spins 10 + 15 ms in it (py_new_threads.py through our Python
+    writer and the OpenTelemetry SDK; ctx_c_spans with CTX_REQUESTS through
+    the C library).  At a 5 ms interval >= 99% of the samples its thread
+    took inside the span (by time: the app reports when the span began and
+    ended) carry the span's ids, and so do >= 99% of those in the span's
+    first 10 ms.  Python threads have only our segment: once only 7-27% of
+    their first 10 ms were labelled (the tid -> slot index was rebuilt at
+    most every 20 ms).  C threads are labelled by their OTEP 4947 record,
+    which needs no index (this passed before too).  A host too loaded to
+    give 20 first-10-ms samples in 3 s gets more rounds."""
+    import json
+
+    report_file = tmp_path / "requests.jsonl"
+    if writer == "python":
+        argv, env = [sys.executable, APPS / "py_new_threads.py", report_file], app_env(writer_path)
+    else:
+        argv, env = [CTX_TARGETS / "ctx_c_spans"], {**os.environ, "CTX_REQUESTS": str(report_file)}
+    target = start_target(argv, env=env)
+    samples = []
+    for _ in range(4):
+        _, prof = profd.profile([target.pid], duration=3, interval=5)
+        print(prof.summary_line)
+        samples += prof.samples
+        requests = {}
+        for line in report_file.read_text().splitlines():
+            request = json.loads(line)
+            requests.setdefault(request["tid"], []).append(request)
+        counts = {phase: [0, 0, []] for phase in ("first 10 ms", "rest")}
+        for s in samples:
+            mine = requests.get(tid_of(s), ())
+            phase = span_phase(s, mine[0]) if len(mine) == 1 else None
+            if phase:
+                right = span_labels(s) == tuple([x] for x in mine[0]["ids"])
+                counts[phase][0] += right
+                counts[phase][1] += 1
+                if not right and len(counts[phase][2]) < 3:
+                    counts[phase][2].append((span_labels(s), functions(s)[:3]))
+        if counts["first 10 ms"][1] >= 20:
+            break
+    print(f"{writer}: {len(requests)} requests; right/inside (others): {counts}")
+    right, inside = (sum(c[i] for c in counts.values()) for i in (0, 1))
+    first_right, first_inside, _ = counts["first 10 ms"]
+    assert first_inside >= 20, f"too few samples in a span's first 10 ms: {counts}"
+    assert right >= 0.99 * inside, f"{right}/{inside} samples inside spans carry their ids: {counts}"
+    assert first_right >= 0.99 * first_inside, (
+        f"{first_right}/{first_inside} samples of a new thread's first 10 ms carry their ids: {counts}")
+
 def test_c_writer_installs_with_pkg_config(tmp_path):
     """meson install, then build a program with `pkg-config splunk-profd-context` only."""
     destdir = tmp_path / "dest"

@@ -165,6 +165,7 @@ static int writer__create(unsigned slots)
         header->slot_count = slots;
         header->owner_pid = getpid();
         header->owner_start = stat_start_time("/proc/self/stat");
+        header->flags = CONTEXT_HEADER_HOME_SLOTS;
         __atomic_thread_fence(__ATOMIC_RELEASE);
         memcpy(header->magic, CONTEXT_MAGIC, sizeof(header->magic));
         writer.header = header;
@@ -228,13 +229,17 @@ static int tid_alive(pid_t tid)
         return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
 }
 
-/* A slot for `tid`, with the lock held; NULL when all are taken. */
+/* A slot for `tid`, with the lock held; NULL when all are taken.  The
+ * first free one from the tid's home slot on (CONTEXT_HEADER_HOME_SLOTS):
+ * there splunk-profd finds a new thread's first span before it indexed
+ * the thread. */
 static struct context_slot *writer__claim(pid_t tid)
 {
         struct context_slot *free_slot = NULL, *dead_slot = NULL;
+        unsigned home = context_home_slot(tid, writer.slot_count);
 
-        for (unsigned i = 0; i < writer.slot_count; i++) {
-                struct context_slot *slot = &writer.slots[i];
+        for (unsigned k = 0; k < writer.slot_count; k++) {
+                struct context_slot *slot = &writer.slots[(home + k) % writer.slot_count];
                 pid_t owner = __atomic_load_n(&slot->tid, __ATOMIC_RELAXED);
                 if (owner == tid)
                         return slot; /* left by a dead thread with our recycled tid */

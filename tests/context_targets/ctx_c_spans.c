@@ -8,6 +8,11 @@
  * blocks in pause() for good (a thread that never runs after the attach).
  * With CTX_MAIN_EXITS=1 in the environment the main thread calls
  * pthread_exit after "ready": the workers run on under a zombie leader.
+ * With CTX_REQUESTS=FILE it is a thread-per-request server instead: each
+ * request is a new thread that sets its span at once, spins 10 ms in
+ * request_first_10ms() and 15 ms in request_rest(), clears it and appends
+ * {"tid": TID, "ids": [TRACE_HEX, SPAN_HEX], "span_ns": [BEGIN, END]} as a
+ * line to FILE (CLOCK_REALTIME ns, taken inside the span).
  *
  * Built with CTX_DLOPEN (ctx_c_spans_dlopen LIB): the writer library is
  * not linked but loaded with dlopen, so its TLS is a dlopen'ed module's. */
@@ -78,6 +83,78 @@ __attribute__((noinline)) static void out_span_work(void)
                         x += (uint64_t)i;
 }
 
+__attribute__((noinline)) static void request_first_10ms(void)
+{
+        uint64_t end = now_ms() + 10;
+        volatile uint64_t x = 0;
+
+        while (now_ms() < end)
+                for (int i = 0; i < 1000; i++)
+                        x += (uint64_t)i;
+}
+
+__attribute__((noinline)) static void request_rest(void)
+{
+        uint64_t end = now_ms() + 15;
+        volatile uint64_t x = 0;
+
+        while (now_ms() < end)
+                for (int i = 0; i < 1000; i++)
+                        x += (uint64_t)i;
+}
+
+static FILE *requests;
+
+static uint64_t realtime_ns(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+static void *request(void *arg)
+{
+        uint32_t n = (uint32_t)(uintptr_t)arg;
+        uint8_t trace_id[16] = {0, 0, 0, 0, 0, 0x0b, 0xcd, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        uint8_t span_id[8] = {0, 0, 0x02, 0x46, 0, 0, 0, 0};
+
+        memcpy(trace_id + 12, &n, sizeof(n));
+        memcpy(span_id + 4, &n, sizeof(n));
+        splunk_profd_context_set(trace_id, span_id, 1);
+        uint64_t begin = realtime_ns();
+        request_first_10ms();
+        request_rest();
+        uint64_t end = realtime_ns();
+        splunk_profd_context_clear();
+        fprintf(requests, "{\"tid\": %ld, \"ids\": [\"", (long)syscall(SYS_gettid));
+        for (int i = 0; i < 16; i++)
+                fprintf(requests, "%02x", trace_id[i]);
+        fprintf(requests, "\", \"");
+        for (int i = 0; i < 8; i++)
+                fprintf(requests, "%02x", span_id[i]);
+        fprintf(requests, "\"], \"span_ns\": [%llu, %llu]}\n", (unsigned long long)begin,
+                (unsigned long long)end);
+        fflush(requests);
+        return NULL;
+}
+
+static int serve_requests(const char *path)
+{
+        requests = fopen(path, "a");
+        if (!requests)
+                return 1;
+        printf("ready\n");
+        fflush(stdout);
+        for (uint32_t n = 1;; n++) {
+                pthread_t thread;
+                if (pthread_create(&thread, NULL, request, (void *)(uintptr_t)n) != 0)
+                        return 1;
+                pthread_join(thread, NULL);
+                usleep(5 * 1000);
+        }
+}
+
 static void *worker(void *arg)
 {
         uint8_t n = (uint8_t)(uintptr_t)arg;
@@ -120,6 +197,8 @@ int main(int argc, char **argv)
 #endif
         if (splunk_profd_context_init(0) < 0)
                 return 1;
+        if (getenv("CTX_REQUESTS"))
+                return serve_requests(getenv("CTX_REQUESTS"));
         for (uintptr_t i = 0; i < 2; i++)
                 pthread_create(&threads[i], NULL, worker, (void *)(i + 1));
         usleep(100 * 1000);

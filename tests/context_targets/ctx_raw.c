@@ -18,6 +18,10 @@
  *   ctx_raw quiet          the same segment; the main thread spins the
  *                          same way without touching it (the baseline).
  *
+ * Every header has CONTEXT_HEADER_HOME_SLOTS, so threads without an indexed
+ * slot get their home slots probed too (the busy thread's slot is never
+ * at its home in "claims").
+ *
  * Prints the busy thread's tid, then "ready". */
 #include <pthread.h>
 #include <stdbool.h>
@@ -95,6 +99,7 @@ static void header__fill(struct context_header *h, uint32_t slots)
         h->slot_size = CONTEXT_SLOT_SIZE;
         h->slot_count = slots;
         h->owner_pid = getpid();
+        h->flags = CONTEXT_HEADER_HOME_SLOTS; /* the reader also probes home slots */
 }
 
 static void slot__fill(struct context_slot *slot, pid_t tid, uint64_t start)

@@ -119,6 +119,27 @@ static void test_start_time(void)
         CHECK(context_stat__start_time("") == 0);
 }
 
+static void test_probe(void)
+{
+        struct context_slot window[CONTEXT_PROBE_SLOTS] = {0};
+
+        window[3] = good_slot();
+        window[1] = good_slot();
+        window[1].start_time = START + 1; /* a dead thread's slot, recycled tid */
+        window[5] = good_slot();
+        window[5].tid = TID + 1;
+        CHECK(context_probe__find((const uint8_t *)window, sizeof(window), TID, START) == 3);
+        CHECK(context_probe__find((const uint8_t *)window, sizeof(window), TID, 0) == -1);
+        CHECK(context_probe__find((const uint8_t *)window, sizeof(window), TID + 2, START) == -1);
+        /* A window cut short at the array's end, and bytes of a partial slot. */
+        CHECK(context_probe__find((const uint8_t *)window, 3 * CONTEXT_SLOT_SIZE, TID, START) ==
+              -1);
+        CHECK(context_probe__find((const uint8_t *)window, 4 * CONTEXT_SLOT_SIZE - 1, TID, START) ==
+              -1);
+        CHECK(context_probe__find((const uint8_t *)window, 0, TID, START) == -1);
+        CHECK(context_home_slot(TID, 16) == TID % 16 && context_home_slot(TID, 0) == 0);
+}
+
 static void test_random(void)
 {
         uint8_t buffer[CONTEXT_HEADER_SIZE + CONTEXT_SLOT_SIZE];
@@ -157,6 +178,7 @@ int main(void)
 {
         test_header();
         test_slot();
+        test_probe();
         test_start_time();
         test_random();
         printf("context reader: ok\n");

@@ -26,8 +26,9 @@ SLOT_SIZE = 64
 DEFAULT_SLOTS = 1024
 MAX_SLOTS = 16384
 FLAG_INTERNAL = 1
+HEADER_HOME_SLOTS = 1  # header.flags: slots are claimed from the tid's home slot on
 
-_HEADER = struct.Struct("<8sIIIIiIQ24x")  # magic .. owner_start, see context_format.h
+_HEADER = struct.Struct("<8sIIIIiIQI20x")  # magic .. owner_start, flags, see context_format.h
 _U32 = struct.Struct("<I")
 _CLAIM = struct.Struct("<IiQ")  # seq, tid, start_time
 _IDS = struct.Struct(">QQQBB")  # trace_id (2 x 64 bits), span_id, valid, trace_flags
@@ -57,7 +58,7 @@ class Segment:
         self.slots = slots
         self.lock = threading.Lock()
         self.by_tid: Dict[int, int] = {}
-        self.free: List[int] = list(range(slots - 1, -1, -1))
+        self.owners: List[int] = [0] * slots  # tid per slot, 0: free
         self.starts: List[int] = [0] * slots
         self.claims = 0
         size = HEADER_SIZE + slots * SLOT_SIZE
@@ -67,7 +68,8 @@ class Segment:
             self.mem = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
             os.close(fd)
-        header = _HEADER.pack(b"\0" * 8, VERSION, HEADER_SIZE, SLOT_SIZE, slots, os.getpid(), 0, start_time())
+        header = _HEADER.pack(b"\0" * 8, VERSION, HEADER_SIZE, SLOT_SIZE, slots, os.getpid(), 0, start_time(),
+                              HEADER_HOME_SLOTS)
         self.mem[0 : len(header)] = header
         self.mem[0:8] = MAGIC  # last: a reader never sees a half-written header
 
@@ -85,6 +87,23 @@ class Segment:
             if not os.path.exists(f"/proc/self/task/{tid}"):
                 self._release(index, tid)
 
+    def _free_slot(self, tid: int) -> int:
+        """The first free slot from tid's home slot on (wrapping), or -1.
+
+        splunk-profd finds a thread it has not indexed yet (a new thread's
+        first span) by reading the few slots from its home slot on: a
+        slot taken there is labelled from the first sample."""
+        home = tid % self.slots
+        owners = self.owners
+        try:
+            return owners.index(0, home)
+        except ValueError:
+            pass
+        try:
+            return owners.index(0, 0, home)
+        except ValueError:
+            return -1
+
     def claim(self, tid: int, flags: int = 0) -> int:
         """The slot index of thread tid (claimed if needed), or -1 when full."""
         started = start_time(tid)
@@ -96,12 +115,14 @@ class Segment:
                 return index  # already ours (claimed for us, e.g. marked internal)
             # else: a dead thread's slot whose tid was recycled: re-initialised below
             if index is None:
-                if not self.free:
+                index = self._free_slot(tid)
+                if index < 0:
                     self._reclaim_dead()
-                if not self.free:
+                    index = self._free_slot(tid)
+                if index < 0:
                     return -1
-                index = self.free.pop()
                 self.by_tid[tid] = index
+                self.owners[index] = tid
             offset = HEADER_SIZE + index * SLOT_SIZE
             seq = (_U32.unpack_from(self.mem, offset)[0] + 1) | 1  # odd
             _U32.pack_into(self.mem, offset, seq)
@@ -120,7 +141,7 @@ class Segment:
         self.mem[offset + 4 : offset + SLOT_SIZE] = bytes(SLOT_SIZE - 4)
         _U32.pack_into(self.mem, offset, seq + 1)
         del self.by_tid[tid]
-        self.free.append(index)
+        self.owners[index] = 0
         self._bump_claims()
 
     def release(self, index: int, tid: int) -> None:
