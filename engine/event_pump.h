@@ -19,3 +19,9 @@ void event_pump__drain(struct registry *registry);
 /* Handles the events already waiting, without consuming SIGCHLD (the tick
  * collecting its stops); returns how many, or -errno. */
 int event_pump__collect(struct registry *registry);
+/* The tracer was idle until now with no event pending (it sleeps in poll on
+ * SIGCHLD too): no event has waited for it. */
+void event_pump__idle(struct registry *registry);
+/* What the tracer does from now on, named in the -vv line of an answer
+ * that comes late (static string). */
+void event_pump__busy(struct registry *registry, const char *what);

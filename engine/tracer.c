@@ -277,6 +277,8 @@ static void run_loop(struct registry *registry, int timer_fd)
                 int ready = poll(fds, 5, 100);
                 if (ready < 0 && errno != EINTR)
                         break;
+                if (!(fds[1].revents & POLLIN))
+                        event_pump__idle(registry);
                 if (ready == 0)
                         event_pump__drain(registry);
                 if (fds[2].revents & POLLIN)
@@ -295,6 +297,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                                 subprocesses__prepare_pending(registry);
                         uint64_t tick_time_ns = realtime_ns();
                         sampler__tick(registry, tick_time_ns);
+                        event_pump__busy(registry, "export");
                         export_after_tick(registry, tick_time_ns, false);
                         run_status__send(registry);
                         if (registry->config.max_ticks &&
