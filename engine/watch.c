@@ -43,6 +43,7 @@
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
+#define EVENTS_EVERY_NS        (1000ull * 1000)
 #define TRIM_CAPTURE_BYTES_MIN (1024 * 1024)
 
 struct watch *watch__new(void)
@@ -134,11 +135,26 @@ static enum seen_state attach(struct registry *registry, pid_t pid)
         return SEEN_TARGET;
 }
 
+/* A /proc scan examines every process of the host, and attaching one can
+ * take a few ms: targets' ptrace events are answered in between, at most
+ * EVENTS_EVERY_NS apart.  Before the look at `pid`, whose fork event may
+ * be among them.  (discovery.c reads nothing of its own across the call.) */
+static void answer_events_if_due(struct registry *registry)
+{
+        uint64_t now = monotonic_ns();
+
+        if (now - registry->watch->events_checked_ns < EVENTS_EVERY_NS)
+                return;
+        registry->watch->events_checked_ns = now;
+        event_pump__wait(registry, 0);
+}
+
 static enum seen_state examine(void *arg, pid_t pid, int previous)
 {
         struct registry *registry = arg;
         char why[256];
 
+        answer_events_if_due(registry);
         event_pump__busy(registry, "watch: discovery");
         if (find_target(registry, pid))
                 return SEEN_TARGET;
