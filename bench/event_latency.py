@@ -12,8 +12,11 @@ configurations, one after the other:
   watch+churn  the same while --rate (10) labelled python3.11 processes a
              second are started (each busy ~20 ms, then asleep ~1 s, then
              gone), which the daemon discovers, attaches and sets up.
+In the traced configurations an unlabelled probe runs at the same time,
+for the last SECONDS, as the host's baseline at that moment (a loaded
+host costs milliseconds without any profiler).
 The daemon: `--watch --deny '!env:PROFD_BENCH=<token>' --no-export
---interval MS` (default 10); its summary line is printed too.
+--interval MS` (default 10); its CPU time and summary line are printed too.
 
 usage: python3 bench/event_latency.py [--seconds S] [--interval MS] [--rate N]
            [--rounds R] [--configs alone,churn,watch,watch+churn] BUILD [BUILD ...]   (as root)
@@ -28,11 +31,12 @@ parser.add_argument("--interval", default="10")
 parser.add_argument("--rate", type=float, default=10)
 parser.add_argument("--rounds", type=int, default=1)
 parser.add_argument("--configs", default="alone,churn,watch,watch+churn")
+parser.add_argument("--python", default="/usr/bin/python3.11", help="the churn's interpreter")
 parser.add_argument("builds", nargs="+")
 args = parser.parse_args()
 seconds, interval, rate = args.seconds, args.interval, args.rate
 PROBE = os.path.join(args.builds[0], "bench", "event_probe")
-PYTHON = "/usr/bin/python3.11"
+PYTHON = args.python
 CHILD = "import time\nt=time.time()\nwhile time.time()-t<0.02: pass\ntime.sleep(1)\n"
 token = f"i20-{os.getpid()}-{time.monotonic_ns()}"
 env = {k: v for k, v in os.environ.items() if not k.startswith(("SPLUNK_PROFILER", "OTEL_"))}
@@ -67,13 +71,24 @@ class Churn:
         self.thread.join()
 
 
-def probe(traced):
-    argv = [PROBE, str(seconds)] + (["--wait-traced"] if traced else [])
-    out = subprocess.run(argv, env=tenv, stdout=subprocess.PIPE, text=True, timeout=seconds + 120).stdout
+def parse(out):
     ops = {m[0]: (int(m[1]), float(m[2]), float(m[3]), float(m[4]))
            for m in re.findall(r"op=(\w+) n=(\d+) p50_us=([\d.]+) p99_us=([\d.]+) max_us=([\d.]+)", out)}
     per_s = re.search(r"raise_per_s=(\d+)", out)
     return ops, int(per_s[1]) if per_s else None
+
+
+def probe(traced):
+    """The probe's results; traced: also those of an unlabelled probe run
+    at the same time, the host's own baseline at that moment."""
+    argv = [PROBE, str(seconds)]
+    if not traced:
+        return parse(subprocess.run(argv, env=tenv, stdout=subprocess.PIPE, text=True,
+                                    timeout=seconds + 120).stdout), None
+    ours = subprocess.Popen(argv + ["--wait-traced"], env=tenv, stdout=subprocess.PIPE, text=True)
+    assert ours.stdout.readline().strip() == "ready"
+    baseline = subprocess.run(argv, env=env, stdout=subprocess.PIPE, text=True, timeout=seconds + 120).stdout
+    return parse(ours.communicate(timeout=seconds + 120)[0]), parse(baseline)
 
 
 def daemon(build):
@@ -84,12 +99,20 @@ def daemon(build):
     return d, err
 
 
+def cpu_ms(pid):
+    """The daemon's user+system CPU time so far (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
 def stop(d, err):
+    cpu = cpu_ms(d.pid)
     d.send_signal(signal.SIGTERM)
     d.wait(30)
     err.seek(0)
     summary = re.search(r"summary: .*", err.read())
-    return summary[0] if summary else ""
+    return f"daemon_cpu_ms={cpu} " + (summary[0] if summary else "")
 
 
 def run(name, build, traced, churn):
@@ -107,10 +130,14 @@ def run(name, build, traced, churn):
             result, started = probe(traced), 0
     finally:
         summary = stop(d, err) if d else ""
-    ops, per_s = result
+    (ops, per_s), baseline = result
     print(f"[{name}{' ' + build if traced else ''}] load_before={load[0]:.2f} churn_started={started} raise_per_s={per_s}")
     for op, (n, p50, p99, mx) in ops.items():
         print(f"  {op:7s} n={n:6d} p50_us={p50:9.1f} p99_us={p99:9.1f} max_us={mx:9.1f}")
+    if baseline:
+        print(f"  untraced probe at the same time: raise_per_s={baseline[1]}")
+        for op, (n, p50, p99, mx) in baseline[0].items():
+            print(f"    {op:7s} n={n:6d} p50_us={p50:9.1f} p99_us={p99:9.1f} max_us={mx:9.1f}")
     if summary:
         print("  " + summary[:300])
     sys.stdout.flush()
