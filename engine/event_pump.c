@@ -38,47 +38,50 @@ static uint64_t thread_cpu_ns(void)
         return (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 }
 
-/* A look for events: nothing waits from here on; the gap's parts restart. */
+/* A look for events: nothing waits from here on; the gap's parts restart.
+ * The CPU clock is a system call (the wall clock is not): not read while a
+ * tick spins for its stops, so a gap's CPU may then count from an earlier
+ * look, an upper bound. */
 static void looked(struct registry *registry, uint64_t now_ns)
 {
         struct event_lag *lag = &registry->event_lag;
 
-        lag->checked_ns = now_ns;
+        lag->checked_ns = lag->mark_ns = now_ns;
         lag->n_parts = 0;
-        /* Not while a tick spins for its stops: no system call more there. */
-        if (lag->label && !registry->taking_stops)
-                lag->cpu_mark_ns = thread_cpu_ns();
+        if (!registry->taking_stops)
+                lag->cpu_at_check_ns = thread_cpu_ns();
 }
 
-/* The CPU time since the last mark goes to the current label. */
-static void close_part(struct event_lag *lag, uint64_t cpu_ns)
+/* The wall time since the last mark goes to the current label. */
+static void close_part(struct event_lag *lag, uint64_t now_ns)
 {
-        for (size_t i = 0; i < lag->n_parts; i++)
-                if (lag->parts[i].label == lag->label) {
-                        lag->parts[i].cpu_ns += cpu_ns - lag->cpu_mark_ns;
-                        lag->cpu_mark_ns = cpu_ns;
-                        return;
-                }
-        if (lag->n_parts < EVENT_LAG_PARTS)
-                lag->parts[lag->n_parts++] = (struct event_lag_part){
-                    .label = lag->label, .cpu_ns = cpu_ns - lag->cpu_mark_ns};
-        lag->cpu_mark_ns = cpu_ns;
+        size_t i = 0;
+
+        while (i < lag->n_parts && lag->parts[i].label != lag->label)
+                i++;
+        if (i == lag->n_parts && lag->n_parts < EVENT_LAG_PARTS)
+                lag->parts[lag->n_parts++] = (struct event_lag_part){.label = lag->label};
+        if (i < lag->n_parts)
+                lag->parts[i].wall_ns += now_ns - lag->mark_ns;
+        lag->mark_ns = now_ns;
 }
 
-static void log_late(struct registry *registry, int handled, uint64_t gap_ns)
+static void log_late(struct registry *registry, int handled, uint64_t now_ns)
 {
         struct event_lag *lag = &registry->event_lag;
         char parts[512] = "";
         size_t at = 0;
 
-        close_part(lag, thread_cpu_ns());
+        close_part(lag, now_ns);
         for (size_t i = 0; i < lag->n_parts && at < sizeof(parts); i++)
                 at +=
                     (size_t)snprintf(parts + at, sizeof(parts) - at, "%s%s %llu us", i ? ", " : "",
-                                     lag->parts[i].label ? lag->parts[i].label : "?",
-                                     (unsigned long long)lag->parts[i].cpu_ns / 1000);
-        log_debug("events: %d answered up to %llu us late; tracer CPU meanwhile: %s", handled,
-                  (unsigned long long)gap_ns / 1000, parts);
+                                     lag->parts[i].label ? lag->parts[i].label : "idle",
+                                     (unsigned long long)lag->parts[i].wall_ns / 1000);
+        log_debug("events: %d answered up to %llu us late (tracer CPU meanwhile %llu us); by step: "
+                  "%s",
+                  handled, (unsigned long long)(now_ns - lag->checked_ns) / 1000,
+                  (unsigned long long)(thread_cpu_ns() - lag->cpu_at_check_ns) / 1000, parts);
 }
 
 int event_pump__collect(struct registry *registry)
@@ -89,7 +92,7 @@ int event_pump__collect(struct registry *registry)
 
         /* The gap since the last look bounds how long these events waited. */
         if (handled > 0 && since && now - since >= LATE_NS)
-                log_late(registry, handled, now - since);
+                log_late(registry, handled, now);
         looked(registry, monotonic_ns());
         return handled;
 }
@@ -102,13 +105,8 @@ void event_pump__idle(struct registry *registry)
 
 void event_pump__busy(struct registry *registry, const char *what)
 {
-        struct event_lag *lag = &registry->event_lag;
-
-        if (lag->label)
-                close_part(lag, thread_cpu_ns());
-        else
-                lag->cpu_mark_ns = thread_cpu_ns();
-        lag->label = what;
+        close_part(&registry->event_lag, monotonic_ns());
+        registry->event_lag.label = what;
 }
 
 void event_pump__wait(struct registry *registry, uint64_t timeout_ns)

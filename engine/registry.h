@@ -39,16 +39,17 @@ struct spin_policy {
 
 /* When the tracer last looked for ptrace events, and what it has done
  * since, by label (event_pump__busy): an answer that comes late is logged
- * (-vv) with the tracer's CPU time per label. */
+ * (-vv) with the tracer's CPU time meanwhile and the wall time per label. */
 #define EVENT_LAG_PARTS 8
 struct event_lag_part {
-        const char *label; /* static string */
-        uint64_t cpu_ns;
+        const char *label; /* static string; NULL: idle */
+        uint64_t wall_ns;
 };
 struct event_lag {
-        uint64_t checked_ns;  /* CLOCK_MONOTONIC of the last look */
-        uint64_t cpu_mark_ns; /* tracer thread CPU time when `label` began */
-        const char *label;    /* what the tracer does now; NULL: idle */
+        uint64_t checked_ns;      /* CLOCK_MONOTONIC of the last look */
+        uint64_t cpu_at_check_ns; /* tracer thread CPU time then */
+        uint64_t mark_ns;         /* when `label` began, or the last look */
+        const char *label;        /* what the tracer does now; NULL: idle */
         struct event_lag_part parts[EVENT_LAG_PARTS];
         size_t n_parts;
 };
