@@ -274,11 +274,14 @@ static void run_loop(struct registry *registry, int timer_fd)
         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
         while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
+                uint64_t poll_ns = monotonic_ns();
                 int ready = poll(fds, 5, 100);
                 if (ready < 0 && errno != EINTR)
                         break;
                 if (!(fds[1].revents & POLLIN))
                         event_pump__idle(registry);
+                else
+                        event_pump__after_sleep(registry, poll_ns);
                 if (ready == 0)
                         event_pump__drain(registry);
                 if (fds[2].revents & POLLIN)
