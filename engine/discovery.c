@@ -17,6 +17,7 @@
 #include "context/context_format.h"
 #include "util/array.h"
 #include "util/cleanup.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define SCAN_PERIOD_NS         (200ull * 1000 * 1000)
@@ -140,11 +141,30 @@ static void pending_add(struct discovery *discovery, pid_t pid)
         discovery->pending[discovery->n_pending++] = pid;
 }
 
+/* A new process of a parent found unlabelled or excluded.  Until it
+ * executes, it has its parent's environment, executable and name: the
+ * same verdict, taken without a look.  A look now would often block the
+ * tracer thread: a child that executes at once (fork, then exec) holds its
+ * exec lock, which opening /proc/PID/environ waits for, 0.1-0.4 s on a
+ * loaded host (issue 20, bench/RESULTS.md).  Its exec event brings it back
+ * (examine_pending looks whatever the state). */
+static bool inherits_rejection(struct discovery *discovery, const struct proc_event *event)
+{
+        size_t at;
+        struct seen_entry *parent = seen_find(discovery, event->event_data.fork.parent_tgid, &at);
+
+        if (!parent || parent->state != SEEN_REJECTED)
+                return false;
+        discovery__set(discovery, event->event_data.fork.child_tgid, SEEN_REJECTED, monotonic_ns());
+        return true;
+}
+
 static void on_proc_event(struct discovery *discovery, const struct proc_event *event)
 {
         switch (event->what) {
         case PROC_EVENT_FORK:
-                if (event->event_data.fork.child_pid == event->event_data.fork.child_tgid)
+                if (event->event_data.fork.child_pid == event->event_data.fork.child_tgid &&
+                    !inherits_rejection(discovery, event))
                         pending_add(discovery, event->event_data.fork.child_tgid);
                 break;
         case PROC_EVENT_EXEC:

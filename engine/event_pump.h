@@ -19,3 +19,12 @@ void event_pump__drain(struct registry *registry);
 /* Handles the events already waiting, without consuming SIGCHLD (the tick
  * collecting its stops); returns how many, or -errno. */
 int event_pump__collect(struct registry *registry);
+/* After a poll that began at `slept_since_ns` and includes the SIGCHLD
+ * descriptor: if it slept, no event waited for the tracer meanwhile. */
+void event_pump__after_sleep(struct registry *registry, uint64_t slept_since_ns);
+/* The tracer was idle until now with no event pending (it sleeps in poll on
+ * SIGCHLD too): no event has waited for it. */
+void event_pump__idle(struct registry *registry);
+/* What the tracer does from now on, named in the -vv line of an answer
+ * that comes late (static string). */
+void event_pump__busy(struct registry *registry, const char *what);

@@ -37,6 +37,23 @@ struct spin_policy {
         unsigned backoff; /* last skip given, doubled on each failed poll */
 };
 
+/* When the tracer last looked for ptrace events, and what it has done
+ * since, by label (event_pump__busy): an answer that comes late is logged
+ * (-vv) with the tracer's CPU time meanwhile and the wall time per label. */
+#define EVENT_LAG_PARTS 8
+struct event_lag_part {
+        const char *label; /* static string; NULL: idle */
+        uint64_t wall_ns;
+};
+struct event_lag {
+        uint64_t checked_ns;      /* CLOCK_MONOTONIC of the last look */
+        uint64_t cpu_at_check_ns; /* tracer thread CPU time then */
+        uint64_t mark_ns;         /* when `label` began, or the last look */
+        const char *label;        /* what the tracer does now; NULL: idle */
+        struct event_lag_part parts[EVENT_LAG_PARTS];
+        size_t n_parts;
+};
+
 struct registry {
         struct profd_config config;
         int stop_fd;          /* eventfd: main asks the tracer to stop */
@@ -84,7 +101,8 @@ struct registry {
         bool taking_stops;       /* a tick is waiting for its interrupt stops (sampler.c) */
         struct spin_policy spin; /* polling for stops (sampler.c) */
         struct ptrace_event_counts events;
-        uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+        struct event_lag event_lag; /* event_pump.c */
+        uint64_t start_ns, end_ns;  /* CLOCK_MONOTONIC */
         uint64_t start_realtime_ns;
         uint64_t export_encode_ns; /* time spent encoding Splunk records */
 };

@@ -741,12 +741,15 @@ static size_t sample_and_unwind_target(struct registry *registry, struct target 
 {
         size_t needs_stop = 0;
 
+        event_pump__busy(registry, "tick: blocked copies");
         for (size_t i = 0; !target->gone && i < target->n_threads; i++)
                 if (target->threads[i]->blocked_candidate)
                         sample_blocked(registry, target, target->threads[i]);
         if (target->gone || target->releasing || !target->owner)
                 return 0;
+        event_pump__busy(registry, "tick: maps refresh");
         refresh_address_space(target);
+        event_pump__busy(registry, "tick: unwinding");
         for (size_t i = 0; i < target->n_threads; i++) {
                 struct tthread *thread = target->threads[i];
                 thread->needs_stop = false;
@@ -853,11 +856,16 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
 
         registry->stats.ticks++;
         registry->taking_stops = true; /* until wait_for_stops ends */
+        event_pump__busy(registry, "tick: interrupting");
         pending = interrupt_running_threads(registry);
         wait_for_stops(registry, pending, begin);
         begin = monotonic_ns();
-        if (sample_and_unwind(registry) > 0)
+        event_pump__busy(registry, "tick: unwinding");
+        if (sample_and_unwind(registry) > 0) {
+                event_pump__busy(registry, "tick: re-stopping");
                 restop_blocked_threads(registry);
+        }
+        event_pump__busy(registry, "tick: recording");
         record_samples(registry, tick_realtime_ns, tick_ns);
         registry->stats.unwind_ns += monotonic_ns() - begin;
 }

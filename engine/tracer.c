@@ -274,9 +274,14 @@ static void run_loop(struct registry *registry, int timer_fd)
         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
         while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
+                uint64_t poll_ns = monotonic_ns();
                 int ready = poll(fds, 5, 100);
                 if (ready < 0 && errno != EINTR)
                         break;
+                if (!(fds[1].revents & POLLIN))
+                        event_pump__idle(registry);
+                else
+                        event_pump__after_sleep(registry, poll_ns);
                 if (ready == 0)
                         event_pump__drain(registry);
                 if (fds[2].revents & POLLIN)
@@ -295,6 +300,7 @@ static void run_loop(struct registry *registry, int timer_fd)
                                 subprocesses__prepare_pending(registry);
                         uint64_t tick_time_ns = realtime_ns();
                         sampler__tick(registry, tick_time_ns);
+                        event_pump__busy(registry, "export");
                         export_after_tick(registry, tick_time_ns, false);
                         run_status__send(registry);
                         if (registry->config.max_ticks &&

@@ -43,6 +43,7 @@
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
+#define EVENTS_EVERY_NS        (1000ull * 1000)
 #define TRIM_CAPTURE_BYTES_MIN (1024 * 1024)
 
 struct watch *watch__new(void)
@@ -119,6 +120,7 @@ static enum seen_state attach(struct registry *registry, pid_t pid)
         struct target *target = NULL;
         char why[256];
 
+        event_pump__busy(registry, "watch: attach");
         if (target__attach(pid, &options, &target, why, sizeof(why)) < 0) {
                 log_warning("watch: %s", why);
                 return SEEN_REJECTED;
@@ -133,11 +135,27 @@ static enum seen_state attach(struct registry *registry, pid_t pid)
         return SEEN_TARGET;
 }
 
+/* A /proc scan examines every process of the host, and attaching one can
+ * take a few ms: targets' ptrace events are answered in between, at most
+ * EVENTS_EVERY_NS apart.  Before the look at `pid`, whose fork event may
+ * be among them.  (discovery.c reads nothing of its own across the call.) */
+static void answer_events_if_due(struct registry *registry)
+{
+        uint64_t now = monotonic_ns();
+
+        if (now - registry->watch->events_checked_ns < EVENTS_EVERY_NS)
+                return;
+        registry->watch->events_checked_ns = now;
+        event_pump__wait(registry, 0);
+}
+
 static enum seen_state examine(void *arg, pid_t pid, int previous)
 {
         struct registry *registry = arg;
         char why[256];
 
+        answer_events_if_due(registry);
+        event_pump__busy(registry, "watch: discovery");
         if (find_target(registry, pid))
                 return SEEN_TARGET;
         if (target_check__tracer_of(pid) == gettid())
@@ -257,6 +275,7 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                         continue;
                 if (target->owner) {
                         /* A program that execed into Python (issue 17). */
+                        event_pump__busy(registry, "watch: Python retry");
                         profiled_target__retry_python(registry, target, monotonic_ns());
                         continue;
                 }
@@ -266,6 +285,7 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                                 break;
                         registry->watch->prepared_at_tick = registry->stats.ticks;
                 }
+                event_pump__busy(registry, "watch: set-up");
                 (void)profiled_target__prepare(registry, target);
                 prepared++;
                 event_pump__wait(registry, 0); /* may add targets: i is re-read */
@@ -345,12 +365,15 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
 {
         struct watch *watch = registry->watch;
 
+        event_pump__busy(registry, "watch: discovery");
         if (readable)
                 discovery__read_netlink(&watch->discovery);
         reap(registry);
         trim_heap(watch, registry->stats.capture_bytes_freed, now_ns);
         discovery__pass(&watch->discovery, now_ns, examine, registry);
+        event_pump__busy(registry, "watch: set-up");
         prepare_new(registry, deadline_ns);
+        event_pump__busy(registry, "watch: release");
         release_step(registry);
         log_health(registry, now_ns);
 }

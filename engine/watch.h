@@ -17,6 +17,7 @@ struct watch {
         uint64_t attached, released, exited, forks;
         uint64_t freed_since_trim, last_trim_ns; /* heap trimming after exits */
         uint64_t prepared_at_tick;      /* last tick after which a late set-up was forced */
+        uint64_t events_checked_ns;     /* last look for ptrace events during a pass */
         uint64_t capture_bytes_at_trim; /* run_stats.capture_bytes_freed at the last trim */
 };
 

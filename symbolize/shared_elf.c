@@ -53,9 +53,21 @@
 #include "util/cleanup.h"
 #include "util/log.h"
 
+/* One function symbol of the file: [start, end) at load bias 0. */
+struct function_symbol {
+        uint64_t start, end;
+        const char *name; /* in the module's string table */
+        bool global;
+};
+
 struct shared_symbols {
         Dwfl *dwfl;
         Dwfl_Module *module;
+        /* The sized function symbols, by start (global ones last among
+         * equal starts), built on the first function_at lookup. */
+        struct function_symbol *functions;
+        size_t n_functions;
+        bool functions_built;
         Dwfl_Callbacks callbacks;
         char *debuginfo_path; /* callbacks.debuginfo_path points here */
         char *file_name;      /* /proc/PID/root/PATH, for .gnu_debuglink */
@@ -109,6 +121,7 @@ static void shared_symbols__free(struct shared_symbols *s)
                 return;
         if (s->dwfl)
                 dwfl_end(s->dwfl);
+        free(s->functions);
         free(s->debuginfo_path);
         free(s->file_name);
         free(s);
@@ -270,4 +283,84 @@ Dwfl_Module *shared_elf__dwarf(struct elf_file *file, pid_t pid, const char *pat
                 s->dwarf_tried = true;
         }
         return s->module;
+}
+
+/* ------------------------------------------------------ function index */
+
+/* Why an index of our own: dwfl_module_addrinfo() scans the whole symbol
+ * table on every call (elfutils 0.188), tens to hundreds of µs in a large
+ * binary.  A new Python process classifies each native frame it has not
+ * seen (python/py_process.c), and under churn that ran on the tracer
+ * thread at every new process's first samples, holding other targets'
+ * ptrace events back by several ms (issue 20, bench/RESULTS.md).  Sorted
+ * once per binary, a lookup is a binary search. */
+static int function_symbol__compare(const void *a, const void *b)
+{
+        const struct function_symbol *x = a, *y = b;
+
+        if (x->start != y->start)
+                return x->start < y->start ? -1 : 1;
+        return (int)x->global - (int)y->global;
+}
+
+static void build_functions(struct shared_symbols *s)
+{
+        int n = dwfl_module_getsymtab(s->module);
+
+        s->functions_built = true;
+        if (n <= 1 || !(s->functions = calloc((size_t)n, sizeof(*s->functions))))
+                return;
+        for (int i = 1; i < n; i++) {
+                GElf_Sym sym;
+                GElf_Word shndx;
+                const char *name = dwfl_module_getsym(s->module, i, &sym, &shndx);
+                int type = GELF_ST_TYPE(sym.st_info);
+
+                if (!name || sym.st_size == 0 || shndx == SHN_UNDEF ||
+                    (type != STT_FUNC && type != STT_GNU_IFUNC) ||
+                    sym.st_value + sym.st_size < sym.st_value)
+                        continue;
+                s->functions[s->n_functions++] = (struct function_symbol){
+                    .start = sym.st_value,
+                    .end = sym.st_value + sym.st_size,
+                    .name = name,
+                    .global = GELF_ST_BIND(sym.st_info) == STB_GLOBAL,
+                };
+        }
+        qsort(s->functions, s->n_functions, sizeof(*s->functions), function_symbol__compare);
+}
+
+/* How many symbols starting at or before an address are tried, nearest
+ * first, for one that contains it (nested or overlapping ranges). */
+#define FUNCTION_LOOKBACK 16
+
+bool shared_elf__function_at(struct elf_file *file, pid_t pid, const char *path, uint64_t address,
+                             uint64_t *start, uint64_t *end, const char **name)
+{
+        struct shared_symbols *s = shared_symbols_of(file, pid, path);
+        size_t low = 0, high;
+
+        if (!s)
+                return false;
+        if (!s->functions_built)
+                build_functions(s);
+        /* The first symbol starting after address. */
+        high = s->n_functions;
+        while (low < high) {
+                size_t mid = low + (high - low) / 2;
+                if (s->functions[mid].start <= address)
+                        low = mid + 1;
+                else
+                        high = mid;
+        }
+        for (size_t i = low, tried = 0; i > 0 && tried < FUNCTION_LOOKBACK; i--, tried++) {
+                const struct function_symbol *f = &s->functions[i - 1];
+                if (address < f->end) {
+                        *start = f->start;
+                        *end = f->end;
+                        *name = f->name;
+                        return true;
+                }
+        }
+        return false;
 }

@@ -28,6 +28,14 @@ bool shared_elf__range(struct elf_file *file, uint64_t bias, uint64_t *low, uint
  * target's path of the file), with its symbol table (and so its debuginfo
  * file, for a stripped one) loaded at once.  NULL when it cannot be made. */
 Dwfl_Module *shared_elf__symbols(struct elf_file *file, pid_t pid, const char *path);
+/* The sized function symbol of the file that contains `address` (an ELF
+ * address, load bias 0), the nearest-starting one when several do, a
+ * global one among equals: [start, end) and its name, which lives as long
+ * as the file's image.  The same view of the file as shared_elf__symbols;
+ * a binary search in a table sorted on the first call.  False when no
+ * function symbol contains it or there is no symbol table. */
+bool shared_elf__function_at(struct elf_file *file, pid_t pid, const char *path, uint64_t address,
+                             uint64_t *start, uint64_t *end, const char **name);
 /* The same module, with its DWARF parsed (once, on the first call), for
  * line lookups.  NULL when the module cannot be made. */
 Dwfl_Module *shared_elf__dwarf(struct elf_file *file, pid_t pid, const char *path);

@@ -103,11 +103,8 @@ bool address_space__function_range(struct address_space *space, uint64_t address
 {
         const struct mapped_file *mapping = address_space__mapping_at(space, address);
         struct module *m = address_space__module_at(space, address);
-        Dwfl_Module *shared;
-        GElf_Off offset = 0;
-        GElf_Sym sym;
+        uint64_t rel_start, rel_end;
         const char *found;
-        uint64_t lookup;
 
         if (!mapping || !m || !m->dwfl_module || !m->file)
                 return false;
@@ -115,15 +112,12 @@ bool address_space__function_range(struct address_space *space, uint64_t address
          * module: asking that would load a symbol table per process, the
          * cost this function exists to avoid.  Without the shared one the
          * caller falls back to address_space__symbolize(). */
-        shared = shared_elf__symbols(m->file, space->pid, m->name);
-        if (!shared)
+        if (address < m->bias ||
+            !shared_elf__function_at(m->file, space->pid, m->name, address - m->bias, &rel_start,
+                                     &rel_end, &found))
                 return false;
-        lookup = address - m->bias;
-        found = dwfl_module_addrinfo(shared, lookup, &offset, &sym, NULL, NULL, NULL);
-        if (!found || sym.st_size == 0 || offset >= sym.st_size || offset > address)
-                return false;
-        *start = address - offset;
-        *end = *start + sym.st_size;
+        *start = rel_start + m->bias;
+        *end = rel_end + m->bias;
         if (*end < *start || *start < mapping->start || *end > mapping->limit)
                 return false;
         if (name)

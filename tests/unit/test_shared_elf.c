@@ -142,6 +142,56 @@ static void test_function_range(struct symbolizer *s)
         address_space__free(space);
 }
 
+/* The sorted function index answers as dwfl_module_addrinfo() would, for
+ * the middle and the first and last byte of every 8th function of libc and
+ * of this program (the index replaced it for speed, issue 20; every one
+ * would take seconds: dwfl_module_addrinfo scans the table per call). */
+static void check_index_like_addrinfo(struct module *m, struct address_space *space)
+{
+        Dwfl_Module *shared = shared_elf__symbols(m->file, space->pid, m->name);
+        int n = shared ? dwfl_module_getsymtab(shared) : 0;
+        size_t checked = 0;
+
+        CHECK(n > 1);
+        for (int i = 1; i < n; i++) {
+                GElf_Sym sym, found_sym;
+                GElf_Word shndx;
+                GElf_Off offset;
+                const char *name = dwfl_module_getsym(shared, i, &sym, &shndx);
+                if (i % 8 != 0 || !name || sym.st_size == 0 ||
+                    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+                        continue;
+                uint64_t probes[3] = {sym.st_value, sym.st_value + sym.st_size / 2,
+                                      sym.st_value + sym.st_size - 1};
+                for (int p = 0; p < 3; p++) {
+                        uint64_t start, end;
+                        const char *ours;
+                        const char *theirs = dwfl_module_addrinfo(shared, probes[p], &offset,
+                                                                  &found_sym, NULL, NULL, NULL);
+                        CHECK(theirs);
+                        CHECK(shared_elf__function_at(m->file, space->pid, m->name, probes[p],
+                                                      &start, &end, &ours));
+                        CHECK(start == probes[p] - offset && end == start + found_sym.st_size);
+                        checked++;
+                }
+        }
+        fprintf(stderr, "function index: %s: %zu addresses as dwfl_module_addrinfo\n", m->name,
+                checked);
+        CHECK(checked > 0);
+}
+
+static void test_function_index(struct symbolizer *s)
+{
+        struct address_space *space = address_space__new(s, getpid());
+
+        CHECK(space);
+        check_index_like_addrinfo(
+            address_space__module_at(space, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid")), space);
+        check_index_like_addrinfo(address_space__module_at(space, (uintptr_t)&shared_target_plain),
+                                  space);
+        address_space__free(space);
+}
+
 /* Two processes (us and a forked child) share each file's image: same
  * libelf handle in both Dwfls, one reference per module record. */
 static void test_shared(struct symbolizer *s, pid_t child)
@@ -264,6 +314,7 @@ int main(void)
                 _exit(0);
         }
         test_function_range(s);
+        test_function_index(s);
         test_shared(s, child);
         test_refresh_release(s);
         test_churn(s, child);
