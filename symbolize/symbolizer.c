@@ -59,6 +59,16 @@ void symbolizer__free(struct symbolizer *s)
         free(s);
 }
 
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
+{
+        *out = (struct symbolizer_stats){
+            .lines = s->lines.tab.n_nodes,
+            .strings = s->strings.tab.n_nodes,
+            .mappings = s->mappings.tab.n_nodes,
+            .files = s->files.tab.n_nodes,
+        };
+}
+
 static bool symbolized_pc__has_lines(const struct symbolized_pc *pc)
 {
         for (size_t i = 0; i < pc->n_lines; i++)
