@@ -62,7 +62,7 @@ WARM_UP_PROCESSES = 450  # started, the children that exit at once included
 # process's mappings; it now frees them with the process), only the state
 # shared by build-id: libdw's line tables and abbreviations of newly
 # touched compilation units, and about one line-cache entry per process
-# started.  This churn measured 1.8 KiB per process started after warm-up
+# started.  This churn measured 0.4-1.9 KiB per process started after warm-up
 # on a loaded host; a longer soak (SPLUNK_PROFD_SOAK_SECONDS) resolves
 # smaller leaks.  RssAnon is bounded, not VmRSS: the file-backed part is
 # the mapped ELF files the symbolizer reads, a cache bounded by their size
