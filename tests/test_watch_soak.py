@@ -46,7 +46,7 @@ QUIET_SETTLE = 2.0
 # processes (symbols and lines by build-id, parsed DWARF, interned
 # strings); they grow more slowly after it, and are bounded.
 WARM_UP_SECONDS = 60
-WARM_UP_PROCESSES = 450  # started, the children that exit at once included
+WARM_UP_PROCESSES = 400  # started, the children that exit at once included
 # Bounds on the slopes over the quiet points after warm-up: least squares
 # for descriptors (their count does not move at all without a leak), and
 # Theil-Sen for RssAnon against the number of processes started (the
