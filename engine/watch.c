@@ -40,6 +40,7 @@
 #include "engine/event_pump.h"
 #include "engine/profiled_target.h"
 #include "otlp/exporter.h"
+#include "symbolize/symbolizer.h"
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
@@ -317,11 +318,22 @@ static void release_step(struct registry *registry)
         }
 }
 
+/* The heap in use in KiB, by malloc's own count: unlike RSS it does not
+ * move with pages trimmed or not yet trimmed, so the health line can show
+ * what stays behind after the targets are gone. */
+static size_t heap_in_use_kib(void)
+{
+        struct mallinfo2 m = mallinfo2();
+
+        return (m.uordblks + m.hblkhd) / 1024;
+}
+
 static void log_health(struct registry *registry, uint64_t now_ns)
 {
         struct watch *watch = registry->watch;
         double period = registry->config.health_interval_s;
         struct exporter_stats e = {0};
+        struct symbolizer_stats sym = {0};
         uint64_t threads = 0;
 
         if (period <= 0 || now_ns < watch->next_health_ns)
@@ -331,13 +343,15 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                         threads += registry->targets.targets[i]->n_threads;
                 if (registry->exporter)
                         exporter__stats_running(registry->exporter, &e);
+                if (registry->symbolizer)
+                        symbolizer__stats(registry->symbolizer, &sym);
                 const struct run_stats *st = &registry->stats;
                 log_notice(
                     "health: targets=%zu threads=%llu samples_per_s=%.1f skipped=%llu "
                     "ticks_asked=%llu ticks_taken=%llu samples_asked=%llu samples_taken=%llu "
                     "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
                     "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "
-                    "discovery=%s",
+                    "discovery=%s heap_kib=%zu symbol_lines=%zu strings=%zu mappings=%zu",
                     target_set__live_count(&registry->targets), (unsigned long long)threads,
                     (double)(registry->stats.samples - watch->health_samples) / period,
                     (unsigned long long)(registry->stats.skipped - watch->health_skipped),
@@ -350,7 +364,8 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                     (unsigned long long)watch->released, (unsigned long long)watch->exited,
                     (long long)registry->config.interval_ms, e.peak_queue_bytes,
                     (unsigned long long)e.dropped_records, (unsigned long long)e.failed_records,
-                    watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan");
+                    watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan", heap_in_use_kib(),
+                    sym.lines, sym.strings, sym.mappings);
         }
         watch->health_samples = registry->stats.samples;
         watch->health_skipped = registry->stats.skipped;

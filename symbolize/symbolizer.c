@@ -59,10 +59,29 @@ void symbolizer__free(struct symbolizer *s)
         free(s);
 }
 
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
+{
+        *out = (struct symbolizer_stats){
+            .lines = s->lines.tab.n_nodes,
+            .strings = s->strings.tab.n_nodes,
+            .mappings = s->mappings.tab.n_nodes,
+            .files = s->files.tab.n_nodes,
+        };
+}
+
 static bool symbolized_pc__has_lines(const struct symbolized_pc *pc)
 {
         for (size_t i = 0; i < pc->n_lines; i++)
                 if (pc->lines[i].line > 0)
+                        return true;
+        return false;
+}
+
+/* Whether the lookup found anything: a function, a file or a line. */
+static bool symbolized_pc__known(const struct symbolized_pc *pc)
+{
+        for (size_t i = 0; i < pc->n_lines; i++)
+                if (pc->lines[i].function[0] || pc->lines[i].file[0] || pc->lines[i].line > 0)
                         return true;
         return false;
 }
@@ -90,7 +109,12 @@ void address_space__symbolize(struct address_space *space, uint64_t address,
                         inline_chain__resolve(shared, rel, &s->strings, out);
                 else
                         inline_chain__resolve(m->dwfl_module, address, &s->strings, out);
-                line_cache__store(&s->lines, m->file, rel, out);
+                /* An address nothing is known of (a stripped binary's
+                 * own code: the shell's loop, under churn one new address
+                 * per process started) is cheap to miss again, and each
+                 * entry would stay until the cache is full. */
+                if (symbolized_pc__known(out))
+                        line_cache__store(&s->lines, m->file, rel, out);
                 if (symbolized_pc__has_lines(out))
                         m->file->has_debug_info = true;
         }

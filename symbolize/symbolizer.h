@@ -42,6 +42,16 @@ struct symbolizer *symbolizer__new(void);
 void symbolizer__free(struct symbolizer *symbolizer);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct symbolizer *, symbolizer__free, symbolizer__freep)
 
+/* Sizes of the shared caches, for the health line: what the daemon keeps
+ * across processes, so that growth under churn can be told from a leak. */
+struct symbolizer_stats {
+        size_t lines;    /* resolved (file, address) entries in the line cache */
+        size_t strings;  /* interned strings */
+        size_t mappings; /* pooled mappings of live address spaces */
+        size_t files;    /* ELF file records (one per build-id ever seen) */
+};
+void symbolizer__stats(const struct symbolizer *symbolizer, struct symbolizer_stats *out);
+
 /* Reads /proc/PID/maps and reports every mapped ELF file to a new Dwfl.
  * Returns NULL (errno set) when the process is gone or unreadable. */
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid);
