@@ -296,7 +296,8 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t && stopped && !registers_read)
                 return false; /* fs_base may match it: try again with it */
-        if (!t)               /* a thread started since the last refresh: look for it now */
+        /* A thread started since the last refresh: look for it now. */
+        if (!t)
                 t = py_threads__seek(&py->threads, py->pid, &py->runtime, capture->tid, fs_base);
         if (!t) {
                 py->unmapped_seen = true;
