@@ -102,10 +102,6 @@
 /* Bytes of the data-stack chunk copied beyond its used part at the last
  * capture: a stack that grew less than this since needs no second copy. */
 #define CHUNK_SLACK 1024
-/* The data-stack chunk CPython gives a new thread (3.11-3.15:
- * DATA_STACK_CHUNK_SIZE, 16 KiB), copied for a thread found in the stop
- * window before its chunk's size is known. */
-#define PY_NEW_CHUNK_BYTES (16u << 10)
 /* Samples in a row that a known thread may have without its copied state
  * before one of them is reused anyway (py_process__sample_reusable). */
 #define PY_STATELESS_TRIES 3
@@ -297,8 +293,11 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
         if (!t && stopped && !registers_read)
                 return false; /* fs_base may match it: try again with it */
         /* A thread started since the last refresh: look for it now. */
-        if (!t)
+        if (!t) {
                 t = py_threads__seek(&py->threads, py->pid, &py->runtime, capture->tid, fs_base);
+                /* Its chunk's real size, and a check of the whole list. */
+                py->unmapped_seen = true;
+        }
         if (!t) {
                 py->unmapped_seen = true;
                 py->unmapped_sample_ns = monotonic_ns(); /* vDSO: no system call */

@@ -199,8 +199,13 @@ int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_r
         uint64_t interp = py_runtime__first_interpreter(pid, runtime), next;
         int r = 0;
 
-        for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next)
+        threads->n_interps = 0;
+        for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next) {
+                if (threads->n_interps < PY_SEEK_INTERPS)
+                        threads->interps[threads->n_interps++] = (struct py_seek_interp){
+                            .address = interp, .gil = py_gil__region(pid, runtime, interp)};
                 r = read_interp(&fresh, threads->v, threads->n, pid, runtime, interp, &map, &next);
+        }
         if (r < 0) {
                 free(fresh.v);
                 return r;
@@ -287,12 +292,12 @@ static bool is_thread(const struct py_offsets *o, const uint8_t *tstate, uint64_
 
 /* Maps tid to the state at `address` (copied in `tstate`), in its entry
  * of the last refresh or in spare room; NULL when there is none. */
-static struct py_thread *adopt(struct py_threads *threads, pid_t pid,
-                               const struct py_runtime *runtime, uint64_t address,
-                               const uint8_t *tstate, uint64_t interp, pid_t tid)
+static struct py_thread *adopt(struct py_threads *threads, const struct py_offsets *o,
+                               uint64_t address, const uint8_t *tstate,
+                               const struct py_seek_interp *interp, pid_t tid)
 {
-        const struct py_offsets *o = runtime->offsets;
         struct py_thread *t = entry_of_tstate(threads, address);
+        uint64_t chunk = o->tstate_datastack_chunk ? u64_at(tstate, o->tstate_datastack_chunk) : 0;
 
         if (!t) {
                 if (threads->n >= threads->capacity)
@@ -303,10 +308,12 @@ static struct py_thread *adopt(struct py_threads *threads, pid_t pid,
             .tid = tid,
             .tstate = address,
             .pthread = u64_at(tstate, o->tstate_thread_id),
-            .gil = py_gil__region(pid, runtime, interp),
+            .gil = interp->gil,
         };
-        if (o->tstate_datastack_chunk)
-                read_chunk(pid, t, u64_at(tstate, o->tstate_datastack_chunk), o);
+        if (chunk >= 4096) {
+                t->chunk = chunk;
+                t->chunk_len = PY_NEW_CHUNK_BYTES;
+        }
         return t;
 }
 
@@ -316,7 +323,7 @@ struct py_thread *py_threads__seek(struct py_threads *threads, pid_t pid,
         const struct py_offsets *o = runtime->offsets;
         pid_t native_id = threads->ids_ours ? tid : 0;
         struct py_seek *seek;
-        uint64_t interp, next = 0, address = 0;
+        uint64_t address = 0;
         uint8_t tstate[4096];
         int budget = PY_SEEK_STATES;
 
@@ -325,21 +332,20 @@ struct py_thread *py_threads__seek(struct py_threads *threads, pid_t pid,
         seek = seek_slot(threads, tid);
         if (seek->misses >= PY_SEEK_TRIES)
                 return NULL;
-        interp = py_runtime__first_interpreter(pid, runtime);
-        for (int i = 0; interp && i < PY_MAX_INTERPS && budget > 0; i++, interp = next) {
-                if (remote_memory__read(pid, interp + o->interp_next, &next, sizeof(next)) != 8 ||
-                    remote_memory__read(pid, interp + o->interp_threads_head, &address, 8) != 8)
-                        break;
+        for (size_t i = 0; i < threads->n_interps && budget > 0; i++) {
+                const struct py_seek_interp *interp = &threads->interps[i];
+                if (remote_memory__read(pid, interp->address + o->interp_threads_head, &address,
+                                        sizeof(address)) != sizeof(address))
+                        continue;
                 for (; address && budget > 0; budget--, address = u64_at(tstate, o->tstate_next)) {
                         if ((address & 7) ||
                             remote_memory__read(pid, address, tstate, o->tstate_size) !=
                                 (ssize_t)o->tstate_size ||
-                            u64_at(tstate, o->tstate_interp) != interp)
+                            u64_at(tstate, o->tstate_interp) != interp->address)
                                 break;
                         if (!is_thread(o, tstate, fs_base, native_id))
                                 continue;
-                        struct py_thread *t =
-                            adopt(threads, pid, runtime, address, tstate, interp, tid);
+                        struct py_thread *t = adopt(threads, o, address, tstate, interp, tid);
                         if (t)
                                 seek->tid = 0; /* found: the slot is free */
                         else
