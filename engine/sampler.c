@@ -213,6 +213,16 @@ static bool leader_just_exited(struct target *target, struct tthread *thread)
         return true;
 }
 
+/* Before a capture: a thread new since the last tick gets room for the
+ * Python state its stop window may find (py_process__reserve). */
+static void reserve_python(struct target *target, struct tthread *thread)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (profiled && profiled->python)
+                py_process__reserve(profiled->python, thread);
+}
+
 /* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
  * if not, where it is blocked (one read instead of stat, then syscall).
  * While interrupted threads' stops may be outstanding, each step also
@@ -252,6 +262,7 @@ static size_t interrupt_running_threads(struct registry *registry)
                         }
                         switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
                         case PROC_SYSCALL_RUNNING:
+                                reserve_python(target, thread);
                                 (void)capture__ready(&thread->capture);
                                 capture__warm_up(&thread->capture);
                                 if (ptrace_events__interrupt(thread) == 0) {
@@ -387,6 +398,7 @@ static void sample_blocked(struct registry *registry, struct target *target, str
                 reuse_last_stack(registry, thread, SAMPLE_BLOCKED);
                 return;
         }
+        reserve_python(target, thread);
         (void)capture__ready(&thread->capture);
         for (int attempt = 0; attempt < 2; attempt++) {
                 if (capture__from_blocked(&thread->capture, target->mem_pid, thread->tid, &before) <

@@ -15,10 +15,14 @@
  *            every PY_THREADS_REFRESH_NS, and grows the capture buffers of
  *            Python threads, so the stop window never allocates.  A thread
  *            seen for the first time therefore gets native-only samples
- *            until the next refresh, and such a sample is not reused for
- *            an idle thread (py_process__sample_reusable).
+ *            until the next refresh, unless the stop window finds its
+ *            state itself (py_threads__seek), and such a sample is not
+ *            reused for an idle thread (py_process__sample_reusable).
+ *   reserve  (before a new thread's first capture) sizes its capture
+ *            buffer for a state the stop window may find.
  *   capture  (inside the stop window) finds the thread's state without
- *            allocating and copies it, with the GIL holder (py_gil) and the
+ *            allocating (a thread unknown to the map: a bounded walk of
+ *            the thread lists' newest states) and copies it, with the GIL holder (py_gil) and the
  *            data-stack chunk cached for it, in one process_vm_readv; on
  *            3.9/3.10 a second read copies the top frame object.  Of the
  *            chunk, only the part in use at the thread's last capture is
@@ -198,14 +202,17 @@ void py_process__free(struct py_process *py)
 }
 
 /* The interpreter buffer a thread's capture needs: its chunk's size when
- * known (16 KiB for most threads), else the most a chunk copy takes. */
+ * known (16 KiB for most threads), else the most a chunk copy takes; for
+ * a thread the map does not know (t NULL) PY_NEW_CHUNK_BYTES, the size of
+ * the first chunk CPython gives a thread. */
 static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *t)
 {
         size_t chunk = 0;
 
         if (o->tstate_datastack_chunk)
-                chunk = t && t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
-                                                                          : PY_CHUNK_COPY_MAX;
+                chunk = !t                                             ? PY_NEW_CHUNK_BYTES
+                        : t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
+                                                                       : PY_CHUNK_COPY_MAX;
         return o->tstate_size + PY_GIL_REGION_MAX + py_asyncio__bytes() + chunk + o->frame_size +
                py_frame_copy__bytes(o);
 }
@@ -238,11 +245,21 @@ void py_process__prepare(struct py_process *py, struct target *target, struct tt
         py_asyncio__prepare(&py->asyncio, now_ns);
         if (!thread)
                 return;
-        /* 3.9/3.10 threads may still be matched by fs_base at their stop. */
+        /* 3.9/3.10 threads may still be matched by fs_base at their stop,
+         * and an unknown thread the stop window still looks for
+         * (py_threads__seek) may be found there. */
         const struct py_thread *t = py_threads__find(&py->threads, thread->tid, 0);
         py_frame_copy__plan(&py->frame_copy, thread->tid, py->runtime.offsets);
-        if (t || !py->runtime.offsets->tstate_native_thread_id)
+        if (t || !py->runtime.offsets->tstate_native_thread_id ||
+            py_threads__seeking(&py->threads, thread->tid))
                 capture__reserve_interp(&thread->capture, capture_bytes(py->runtime.offsets, t));
+}
+
+void py_process__reserve(struct py_process *py, struct tthread *thread)
+{
+        if (thread->capture.interp.reserved || !py_threads__seeking(&py->threads, thread->tid))
+                return;
+        capture__reserve_interp(&thread->capture, capture_bytes(py->runtime.offsets, NULL));
 }
 
 /* 3.11+: the chunk's used part, [chunk, tstate->datastack_top), from the
@@ -275,6 +292,12 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
         capture->interp.n_regions = capture->interp.used = 0;
         if (!t && stopped && !registers_read)
                 return false; /* fs_base may match it: try again with it */
+        /* A thread started since the last refresh: look for it now. */
+        if (!t) {
+                t = py_threads__seek(&py->threads, py->pid, &py->runtime, capture->tid, fs_base);
+                /* Its chunk's real size, and a check of the whole list. */
+                py->unmapped_seen = true;
+        }
         if (!t) {
                 py->unmapped_seen = true;
                 py->unmapped_sample_ns = monotonic_ns(); /* vDSO: no system call */

@@ -69,6 +69,13 @@ void py_process__capture_frames(struct py_process *py, struct capture *capture);
  * only when no refresh is due. */
 void py_process__prepare(struct py_process *py, struct target *target, struct tthread *thread);
 
+/* Before the capture of a thread no py_process__prepare has sized (one
+ * started since the last tick), outside the stop window: reserves its
+ * capture buffer (capture__ready allocates it) for a thread state the
+ * stop window may find for it, unless that thread is not looked for any
+ * more (py_threads__seek).  Cheap when it has nothing to do. */
+void py_process__reserve(struct py_process *py, struct tthread *thread);
+
 /* After the resume: walks the captured Python frames and merges them with
  * `native`.  The result is kept in capture->interp.result (a struct
  * merged_stack, n == 0 when the thread runs no Python code) and returned;

@@ -20,7 +20,17 @@
  *             register, which on x86-64 glibc equals pthread_self().
  * The 3.11+ data-stack chunk address (what the stop window copies) and
  * its size are read here too, and where the interpreter's GIL says who
- * holds it (py_gil; one read per interpreter on 3.12). */
+ * holds it (py_gil; one read per interpreter on 3.12).
+ *
+ * A thread started since the last refresh would wait for the next one (it
+ * runs after the resume of its first sample, at most every 20 ms): its
+ * first samples, a thread-per-request server's whole requests, had no
+ * Python frames.  The stop window therefore looks for an unknown thread
+ * itself (py_threads__seek): its state is among the first of a list,
+ * where CPython inserts new states, and is the one whose thread_id is the
+ * stopped thread's fs_base, or whose native_thread_id is its tid.  The
+ * entry goes into room every refresh keeps spare; the next refresh finds
+ * it in the list and keeps its tid (old_entry). */
 #include "python/py_thread.h"
 
 #include <errno.h>
@@ -189,15 +199,27 @@ int py_threads__refresh(struct py_threads *threads, pid_t pid, const struct py_r
         uint64_t interp = py_runtime__first_interpreter(pid, runtime), next;
         int r = 0;
 
-        for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next)
+        threads->n_interps = 0;
+        for (int i = 0; interp && i < PY_MAX_INTERPS && r == 0; i++, interp = next) {
+                if (threads->n_interps < PY_SEEK_INTERPS)
+                        threads->interps[threads->n_interps++] = (struct py_seek_interp){
+                            .address = interp, .gil = py_gil__region(pid, runtime, interp)};
                 r = read_interp(&fresh, threads->v, threads->n, pid, runtime, interp, &map, &next);
+        }
         if (r < 0) {
                 free(fresh.v);
                 return r;
         }
         unmap_duplicate_tids(&fresh);
+        /* Room for the states the stop window finds before the next refresh. */
+        (void)ARRAY_RESERVE(fresh.v, fresh.capacity, fresh.n + PY_THREADS_SPARE);
         free(threads->v);
-        *threads = fresh;
+        threads->v = fresh.v;
+        threads->n = fresh.n;
+        threads->capacity = fresh.capacity;
+        threads->ids_ours = true;
+        for (size_t i = 0; i < n_tids; i++)
+                threads->ids_ours &= tids[i] == ns_tids[i];
         return 0;
 }
 
@@ -220,5 +242,117 @@ struct py_thread *py_threads__find(struct py_threads *threads, pid_t tid, uint64
                         return &threads->v[i];
                 }
         }
+        return NULL;
+}
+
+static struct py_seek *seek_slot(struct py_threads *threads, pid_t tid)
+{
+        struct py_seek *slot;
+
+        for (size_t i = 0; i < PY_SEEK_SLOTS; i++)
+                if (threads->seeks[i].tid == tid)
+                        return &threads->seeks[i];
+        slot = &threads->seeks[threads->next_seek];
+        threads->next_seek = (threads->next_seek + 1) % PY_SEEK_SLOTS;
+        *slot = (struct py_seek){.tid = tid};
+        return slot;
+}
+
+bool py_threads__seeking(const struct py_threads *threads, pid_t tid)
+{
+        for (size_t i = 0; i < PY_SEEK_SLOTS; i++)
+                if (threads->seeks[i].tid == tid)
+                        return threads->seeks[i].misses < PY_SEEK_TRIES;
+        return true;
+}
+
+static struct py_thread *entry_of_tstate(struct py_threads *threads, uint64_t tstate)
+{
+        for (size_t i = 0; i < threads->n; i++)
+                if (threads->v[i].tstate == tstate)
+                        return &threads->v[i];
+        return NULL;
+}
+
+/* Whether a copied thread state is the thread's: no other live thread has
+ * its pthread_self() or its tid, so an entry of the map that says another
+ * thread owns this state is stale (thread-per-request: a dead thread's
+ * state memory, and its pthread, are reused for the next).  The one state
+ * mistaken: on 3.9-3.11 one CPython made for a thread this thread starts
+ * carries this thread's ids until that thread runs; the next refresh
+ * then gives this thread the older state (unmap_duplicate_tids). */
+static bool is_thread(const struct py_offsets *o, const uint8_t *tstate, uint64_t fs_base,
+                      pid_t native_id)
+{
+        if (fs_base && u64_at(tstate, o->tstate_thread_id) == fs_base)
+                return true;
+        return native_id && o->tstate_native_thread_id &&
+               (int32_t)u64_at(tstate, o->tstate_native_thread_id) == native_id;
+}
+
+/* Maps tid to the state at `address` (copied in `tstate`), in its entry
+ * of the last refresh or in spare room; NULL when there is none. */
+static struct py_thread *adopt(struct py_threads *threads, const struct py_offsets *o,
+                               uint64_t address, const uint8_t *tstate,
+                               const struct py_seek_interp *interp, pid_t tid)
+{
+        struct py_thread *t = entry_of_tstate(threads, address);
+        uint64_t chunk = o->tstate_datastack_chunk ? u64_at(tstate, o->tstate_datastack_chunk) : 0;
+
+        if (!t) {
+                if (threads->n >= threads->capacity)
+                        return NULL;
+                t = &threads->v[threads->n++];
+        }
+        *t = (struct py_thread){
+            .tid = tid,
+            .tstate = address,
+            .pthread = u64_at(tstate, o->tstate_thread_id),
+            .gil = interp->gil,
+        };
+        if (chunk >= 4096) {
+                t->chunk = chunk;
+                t->chunk_len = PY_NEW_CHUNK_BYTES;
+        }
+        return t;
+}
+
+struct py_thread *py_threads__seek(struct py_threads *threads, pid_t pid,
+                                   const struct py_runtime *runtime, pid_t tid, uint64_t fs_base)
+{
+        const struct py_offsets *o = runtime->offsets;
+        pid_t native_id = threads->ids_ours ? tid : 0;
+        struct py_seek *seek;
+        uint64_t address = 0;
+        uint8_t tstate[4096];
+        int budget = PY_SEEK_STATES;
+
+        if (!fs_base && !(native_id && o->tstate_native_thread_id))
+                return NULL;
+        seek = seek_slot(threads, tid);
+        if (seek->misses >= PY_SEEK_TRIES)
+                return NULL;
+        for (size_t i = 0; i < threads->n_interps && budget > 0; i++) {
+                const struct py_seek_interp *interp = &threads->interps[i];
+                if (remote_memory__read(pid, interp->address + o->interp_threads_head, &address,
+                                        sizeof(address)) != sizeof(address))
+                        continue;
+                for (; address && budget > 0; budget--, address = u64_at(tstate, o->tstate_next)) {
+                        if ((address & 7) ||
+                            remote_memory__read(pid, address, tstate, o->tstate_size) !=
+                                (ssize_t)o->tstate_size ||
+                            u64_at(tstate, o->tstate_interp) != interp->address)
+                                break;
+                        if (!is_thread(o, tstate, fs_base, native_id))
+                                continue;
+                        struct py_thread *t = adopt(threads, o, address, tstate, interp, tid);
+                        if (t)
+                                seek->tid = 0; /* found: the slot is free */
+                        else
+                                seek->misses++;
+                        return t;
+                }
+        }
+        seek->misses++;
         return NULL;
 }
