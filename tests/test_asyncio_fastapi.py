@@ -145,6 +145,7 @@ def check_in_task(profile, leaf, handler):
     # loaded machine then finds no name (plain_crunch without task_tail:
     # 1-3% of its samples on 3.11 and 3.13).
     unnamed = [(functions(s)[:12], s["labels"]) for s in mine if s not in named]
+    print(f"{leaf}: {len(named)}/{len(mine)} named ({profile.summary_line})")
     assert len(named) >= 0.97 * len(mine), (
         f"only {len(named)}/{len(mine)} samples in {leaf} carry a task name; without: {unnamed[:3]}"
     )
@@ -194,6 +195,7 @@ def test_fastapi_under_load(name, pythons, profd, otel_packages):
     # (3.11-3.14 gave 89-98% before span_tail).
     in_span = [s for s in traced if s["labels"].get("span_id")]
     assert len(in_span) >= 0.95 * len(traced), f"only {len(in_span)}/{len(traced)} samples in the span carry one"
+    print(f"traced_crunch: {len(in_span)}/{len(traced)} in a span")
     inner = {s["labels"]["span_id"][0] for s in in_span}
     stray = [s for s in plain if (s["labels"].get("span_id") or [None])[0] in inner]
     assert len(stray) <= 0.01 * len(plain), (
