@@ -317,6 +317,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 }
         }
         py_asyncio__capture_keys(&py->asyncio, capture);
+        py_asyncio__capture_task(&py->asyncio, t, capture);
         if (o->model != PY_FRAMES_OBJECTS)
                 return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
@@ -487,16 +488,24 @@ static void task_labels(struct py_process *py, const struct py_thread *t,
                         const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
 {
         const char *trace_id, *span_id;
+        const uint8_t *copy = NULL;
         uint64_t task, context;
 
         out->asyncio_task = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
-        if (!task || remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
-                                         sizeof(context)) != sizeof(context))
+        if (!task)
                 return;
-        switch (py_task_span__read(&py->task_span, context, now_ns, &trace_id, &span_id)) {
+        /* The context and its variables as the stop window copied them:
+         * the task may have left its span, or ended, since. */
+        if ((context = py_asyncio__copied_context(&py->asyncio, capture, task)))
+                copy = capture__interp_at(capture, context, PY_TASK_SPAN_CONTEXT_COPY);
+        else if (remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
+                                     sizeof(context)) != sizeof(context))
+                return;
+        switch (py_task_span__read(&py->task_span, context, copy, now_ns, &trace_id, &span_id)) {
         case PY_TASK_SPAN_UNKNOWN:
                 break;
         case PY_TASK_SPAN_NONE:
+        case PY_TASK_SPAN_STALE: /* no span rather than maybe another's */
                 out->task_span = 1;
                 break;
         case PY_TASK_SPAN_FOUND:

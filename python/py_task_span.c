@@ -247,20 +247,45 @@ static enum py_task_span_result decode(struct py_task_span *s, uint64_t root)
         return PY_TASK_SPAN_FOUND;
 }
 
+/* Whether the Context at `context` is still the object the stop window
+ * copied, alive (a freed object's refcount is 0 until its memory is
+ * reused: the allocator's link overwrites the GC header before it), and
+ * still holds the same variables: then the HAMT they are in, immutable,
+ * was held alive all along the read (short of the context dropping it and
+ * a new HAMT landing at the same address in between). */
+static bool still_held(struct py_task_span *s, uint64_t context, const uint8_t *copy)
+{
+        uint8_t now[PY_TASK_SPAN_CONTEXT_COPY];
+        uint32_t refcnt;
+
+        if (remote_memory__read(s->pid, context, now, sizeof(now)) != (ssize_t)sizeof(now))
+                return false;
+        memcpy(&refcnt, now, sizeof(refcnt)); /* 3.12+: the low half is the count */
+        return refcnt != 0 && memcmp(now + OBJECT_TYPE_AT, copy + OBJECT_TYPE_AT, 8) == 0 &&
+               memcmp(now + CONTEXT_VARS_AT, copy + CONTEXT_VARS_AT, 8) == 0;
+}
+
 enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
-                                            uint64_t now_ns, const char **trace_id,
-                                            const char **span_id)
+                                            const uint8_t *copy, uint64_t now_ns,
+                                            const char **trace_id, const char **span_id)
 {
         enum py_task_span_result result;
         uint64_t vars, root;
 
         if (!s->var)
                 look_up(s, now_ns);
-        if (!s->var || !read_word(s->pid, context + CONTEXT_VARS_AT, &vars) ||
-            !read_word(s->pid, vars + HAMT_ROOT_AT, &root))
+        if (!s->var)
                 return PY_TASK_SPAN_UNKNOWN;
+        if (copy)
+                memcpy(&vars, copy + CONTEXT_VARS_AT, sizeof(vars));
+        else if (!read_word(s->pid, context + CONTEXT_VARS_AT, &vars))
+                return PY_TASK_SPAN_UNKNOWN;
+        if (!read_word(s->pid, vars + HAMT_ROOT_AT, &root))
+                return copy ? PY_TASK_SPAN_STALE : PY_TASK_SPAN_UNKNOWN;
         result = decode(s, root);
         *trace_id = s->trace_id;
         *span_id = s->span_id;
+        if (copy && !still_held(s, context, copy))
+                return PY_TASK_SPAN_STALE;
         return result;
 }
