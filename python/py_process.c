@@ -115,6 +115,18 @@ struct class_slot {
         enum native_class cls;
 };
 
+/* A thread's task labels read right after its stop (py_process__read_task),
+ * for the merge of the same capture (tid and time_ns). */
+struct task_read {
+        pid_t tid;
+        uint64_t time_ns;
+        const char *name;
+        uint8_t span;
+        char trace_id[33], span_id[17];
+};
+
+#define TASK_READS 64 /* threads whose early read is kept (by tid) */
+
 struct py_process {
         pid_t pid;
         struct py_runtime runtime;
@@ -125,6 +137,7 @@ struct py_process {
         struct py_asyncio asyncio;
         struct py_task_span task_span;
         struct py_frame_copy frame_copy;
+        struct task_read task_reads[TASK_READS];
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         uint64_t unmapped_sample_ns;     /* when the last such sample was captured */
@@ -484,14 +497,15 @@ static const char *gil_label(const struct py_process *py, const struct py_thread
 }
 
 /* The running task's name and the span of its own context. */
-static void task_labels(struct py_process *py, const struct py_thread *t,
-                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+static void read_task(struct py_process *py, const struct py_thread *t,
+                      const struct capture *capture, uint64_t now_ns, struct task_read *out)
 {
         const char *trace_id, *span_id;
         const uint8_t *copy = NULL;
         uint64_t task, context;
 
-        out->asyncio_task = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
+        *out = (struct task_read){.tid = capture->tid, .time_ns = capture->time_ns};
+        out->name = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
         if (!task)
                 return;
         /* The context and its variables as the stop window copied them:
@@ -506,14 +520,43 @@ static void task_labels(struct py_process *py, const struct py_thread *t,
                 break;
         case PY_TASK_SPAN_NONE:
         case PY_TASK_SPAN_STALE: /* no span rather than maybe another's */
-                out->task_span = 1;
+                out->span = 1;
                 break;
         case PY_TASK_SPAN_FOUND:
-                out->task_span = 2;
-                snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", trace_id);
-                snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", span_id);
+                out->span = 2;
+                snprintf(out->trace_id, sizeof(out->trace_id), "%s", trace_id);
+                snprintf(out->span_id, sizeof(out->span_id), "%s", span_id);
                 break;
         }
+}
+
+static struct task_read *task_read_slot(struct py_process *py, pid_t tid)
+{
+        return &py->task_reads[(uint32_t)tid % TASK_READS];
+}
+
+void py_process__read_task(struct py_process *py, const struct capture *capture)
+{
+        const struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+
+        if (t && capture->interp.n_regions > 0)
+                read_task(py, t, capture, monotonic_ns(), task_read_slot(py, capture->tid));
+}
+
+/* The labels py_process__read_task read for this capture, or read now. */
+static void task_labels(struct py_process *py, const struct py_thread *t,
+                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+{
+        struct task_read *slot = task_read_slot(py, capture->tid), now;
+
+        if (slot->tid != capture->tid || slot->time_ns != capture->time_ns) {
+                read_task(py, t, capture, now_ns, &now);
+                slot = &now;
+        }
+        out->asyncio_task = slot->name;
+        out->task_span = slot->span;
+        snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", slot->trace_id);
+        snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", slot->span_id);
 }
 
 const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,
