@@ -154,13 +154,13 @@ void py_asyncio__prepare(struct py_asyncio *a, uint64_t now_ns)
 }
 
 /* The remembered loop._thread_id of `loop`, when read less than
- * PY_ASYNCIO_LOOP_TTL_NS ago: no read. */
+ * PY_ASYNCIO_LOOP_TTL_NS ago (or at any time when `any_age`): no read. */
 static const struct py_asyncio_loop *known_loop(const struct py_asyncio *a, uint64_t loop,
-                                                uint64_t now_ns)
+                                                uint64_t now_ns, bool any_age)
 {
         for (size_t i = 0; i < PY_ASYNCIO_LOOPS; i++)
                 if (a->loops[i].loop == loop &&
-                    now_ns - a->loops[i].read_ns < PY_ASYNCIO_LOOP_TTL_NS)
+                    (any_age || now_ns - a->loops[i].read_ns < PY_ASYNCIO_LOOP_TTL_NS))
                         return &a->loops[i];
         return NULL;
 }
@@ -168,7 +168,7 @@ static const struct py_asyncio_loop *known_loop(const struct py_asyncio *a, uint
 uint64_t py_asyncio__loop_thread(struct py_asyncio *a, uint64_t loop, uint64_t now_ns)
 {
         const struct py_offsets *o = a->runtime->offsets;
-        const struct py_asyncio_loop *known = known_loop(a, loop, now_ns);
+        const struct py_asyncio_loop *known = known_loop(a, loop, now_ns, false);
         struct py_asyncio_loop *slot;
         uint8_t object[PY_LONG_READ_MAX];
         uint64_t id;
@@ -212,7 +212,11 @@ static uint64_t task_from_dict(struct py_asyncio *a, const struct py_thread *t,
                 memcpy(&task, keys + at + table.value_at, sizeof(task));
                 if (!plausible(loop) || !plausible(task))
                         continue;
-                const struct py_asyncio_loop *known = known_loop(a, loop, now_ns);
+                /* In the stop window a loop's thread as last read, however
+                 * old (a loop rarely moves; the read after the resume
+                 * checks again, and a task it finds that the window did
+                 * not copy is read live). */
+                const struct py_asyncio_loop *known = known_loop(a, loop, now_ns, !may_read);
                 if (known ? known->ident == t->pthread
                           : may_read && py_asyncio__loop_thread(a, loop, now_ns) == t->pthread)
                         return task;
