@@ -24,10 +24,11 @@
  * after the resume (capture__reserve_interp), never inside the window.
  * `result` is an opaque malloc'd block owned by the capture (python/'s last
  * merged stack, reused while the thread stays idle), freed with it. */
-/* The thread state, GIL, chunk and top frame, the asyncio task (three),
- * up to 32 frame ranges prefetched and 32 frames copied one by one (3.11+;
- * 3.9/3.10: 16 plus one per range not prefetched; python/py_frame_copy.h). */
-#define CAPTURE_INTERP_REGIONS 72
+/* The thread state, GIL, chunk and top frame, which asyncio task runs
+ * (three) and its name and context (three), up to 32 frame ranges
+ * prefetched and 32 frames copied one by one (3.11+; 3.9/3.10: 16 plus one
+ * per range not prefetched; python/py_frame_copy.h). */
+#define CAPTURE_INTERP_REGIONS 75
 
 struct capture_region {
         uint64_t address; /* target address of the copy */

@@ -775,11 +775,29 @@ static size_t sample_and_unwind_target(struct registry *registry, struct target 
         return needs_stop;
 }
 
+/* Phase 3, first: what of the stopped threads moves fastest and is not in their
+ * copies, read before any unwinding (the span an asyncio task is in: it
+ * may end a few hundred microseconds later). */
+static void read_tasks(struct registry *registry)
+{
+        for (size_t t = 0; t < registry->targets.n_targets; t++) {
+                struct target *target = registry->targets.targets[t];
+                struct profiled_target *profiled = target->owner;
+                if (target->gone || !profiled || !profiled->python || target->releasing)
+                        continue;
+                for (size_t i = 0; i < target->n_threads; i++)
+                        if (target->threads[i]->captured)
+                                py_process__read_task(profiled->python,
+                                                      &target->threads[i]->capture);
+        }
+}
+
 static size_t sample_and_unwind(struct registry *registry)
 {
         size_t needs_stop = 0;
         uint64_t checked_ns = monotonic_ns();
 
+        read_tasks(registry);
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner || target->releasing)

@@ -18,6 +18,12 @@
 #define PY_ASYNCIO_LOOPS      8   /* event loops whose thread is remembered */
 #define PY_ASYNCIO_NAMES      64  /* task names remembered */
 #define PY_ASYNCIO_NAME_CHARS 128 /* longer names are truncated */
+/* Copied in the stop window from the running task: its task_name and
+ * task_context words (adjacent in every TaskObj layout), then the head of
+ * its name object (a str of up to ~80 ASCII characters whole, or an int)
+ * and of its Context (py_task_span.h). */
+#define PY_ASYNCIO_TASK_WORDS 16
+#define PY_ASYNCIO_NAME_COPY  128
 
 struct py_asyncio_loop {
         uint64_t loop, ident; /* ident: loop._thread_id, 0 while not running */
@@ -27,6 +33,12 @@ struct py_asyncio_loop {
 struct py_asyncio_name {
         uint64_t task, object; /* the task and its task_name object */
         const char *name;      /* interned */
+};
+
+#define PY_ASYNCIO_NAME_TYPES 4 /* name objects' types whose flags are remembered */
+
+struct py_asyncio_type {
+        uint64_t type, flags;
 };
 
 struct py_asyncio {
@@ -42,6 +54,8 @@ struct py_asyncio {
         struct py_asyncio_loop loops[PY_ASYNCIO_LOOPS];
         size_t next_loop;
         struct py_asyncio_name names[PY_ASYNCIO_NAMES];
+        struct py_asyncio_type name_types[PY_ASYNCIO_NAME_TYPES];
+        size_t next_name_type;
 };
 
 /* Nothing is read yet: the first py_asyncio__task_name looks. */
@@ -67,6 +81,21 @@ size_t py_asyncio__regions(const struct py_asyncio *a, const struct py_thread *t
  * step deletes and inserts its entry), copies that one too (one more
  * process_vm_readv) and remembers it for the next stop.  No allocation. */
 void py_asyncio__capture_keys(struct py_asyncio *a, struct capture *capture);
+
+/* Inside the stop window, after the thread state's read (and
+ * py_asyncio__capture_keys): the running task's name and context words,
+ * then its name object's and its Context's heads, in two more
+ * process_vm_readv, so that a task that ends (or leaves its span) before
+ * the daemon gets to it still has its name and its span: the task is
+ * known from the copy alone (3.14+ always; up to 3.13 when its loop's
+ * thread is remembered).  No allocation. */
+void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
+                              struct capture *capture);
+
+/* After the resume: the running task's task_context word as copied in
+ * the stop window, or 0 when it was not copied. */
+uint64_t py_asyncio__copied_context(const struct py_asyncio *a, const struct capture *capture,
+                                    uint64_t task);
 
 /* Interpreter-buffer bytes those regions take, at most. */
 size_t py_asyncio__bytes(void);

@@ -119,6 +119,18 @@ struct class_slot {
         enum native_class cls;
 };
 
+/* A thread's task labels read right after its stop (py_process__read_task),
+ * for the merge of the same capture (tid and time_ns). */
+struct task_read {
+        pid_t tid;
+        uint64_t time_ns;
+        const char *name;
+        uint8_t span;
+        char trace_id[33], span_id[17];
+};
+
+#define TASK_READS 64 /* threads whose early read is kept (by tid) */
+
 struct py_process {
         pid_t pid;
         struct py_runtime runtime;
@@ -129,6 +141,7 @@ struct py_process {
         struct py_asyncio asyncio;
         struct py_task_span task_span;
         struct py_frame_copy frame_copy;
+        struct task_read task_reads[TASK_READS];
         uint64_t last_refresh_ns;
         bool unmapped_seen;              /* a sampled thread had no thread state */
         uint64_t unmapped_sample_ns;     /* when the last such sample was captured */
@@ -340,6 +353,7 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 }
         }
         py_asyncio__capture_keys(&py->asyncio, capture);
+        py_asyncio__capture_task(&py->asyncio, t, capture);
         if (o->model != PY_FRAMES_OBJECTS)
                 return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
@@ -506,28 +520,66 @@ static const char *gil_label(const struct py_process *py, const struct py_thread
 }
 
 /* The running task's name and the span of its own context. */
-static void task_labels(struct py_process *py, const struct py_thread *t,
-                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+static void read_task(struct py_process *py, const struct py_thread *t,
+                      const struct capture *capture, uint64_t now_ns, struct task_read *out)
 {
         const char *trace_id, *span_id;
+        const uint8_t *copy = NULL;
         uint64_t task, context;
 
-        out->asyncio_task = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
-        if (!task || remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
-                                         sizeof(context)) != sizeof(context))
+        *out = (struct task_read){.tid = capture->tid, .time_ns = capture->time_ns};
+        out->name = py_asyncio__task_name(&py->asyncio, t, capture, now_ns, &task);
+        if (!task)
                 return;
-        switch (py_task_span__read(&py->task_span, context, now_ns, &trace_id, &span_id)) {
+        /* The context and its variables as the stop window copied them:
+         * the task may have left its span, or ended, since. */
+        if ((context = py_asyncio__copied_context(&py->asyncio, capture, task)))
+                copy = capture__interp_at(capture, context, PY_TASK_SPAN_CONTEXT_COPY);
+        else if (remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
+                                     sizeof(context)) != sizeof(context))
+                return;
+        switch (py_task_span__read(&py->task_span, context, copy, now_ns, &trace_id, &span_id)) {
         case PY_TASK_SPAN_UNKNOWN:
                 break;
         case PY_TASK_SPAN_NONE:
-                out->task_span = 1;
+        case PY_TASK_SPAN_STALE: /* no span rather than maybe another's */
+                out->span = 1;
                 break;
         case PY_TASK_SPAN_FOUND:
-                out->task_span = 2;
-                snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", trace_id);
-                snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", span_id);
+                out->span = 2;
+                snprintf(out->trace_id, sizeof(out->trace_id), "%s", trace_id);
+                snprintf(out->span_id, sizeof(out->span_id), "%s", span_id);
                 break;
         }
+}
+
+static struct task_read *task_read_slot(struct py_process *py, pid_t tid)
+{
+        return &py->task_reads[(uint32_t)tid % TASK_READS];
+}
+
+void py_process__read_task(struct py_process *py, const struct capture *capture)
+{
+        const struct py_thread *t = py_threads__find(&py->threads, capture->tid, 0);
+
+        if (t && capture->interp.n_regions > 0)
+                read_task(py, t, capture, monotonic_ns(), task_read_slot(py, capture->tid));
+}
+
+/* The labels py_process__read_task read for this capture, or read now. */
+static void task_labels(struct py_process *py, const struct py_thread *t,
+                        const struct capture *capture, uint64_t now_ns, struct merged_stack *out)
+{
+        struct task_read *slot = task_read_slot(py, capture->tid), now;
+
+        if (slot->tid != capture->tid || slot->time_ns != capture->time_ns) {
+                read_task(py, t, capture, now_ns, &now);
+                slot = &now;
+        }
+        out->asyncio_task = slot->name;
+        out->task_span = slot->span;
+        snprintf(out->task_trace_id, sizeof(out->task_trace_id), "%s", slot->trace_id);
+        snprintf(out->task_span_id, sizeof(out->task_span_id), "%s", slot->span_id);
 }
 
 const struct merged_stack *py_process__merge(struct py_process *py, struct address_space *space,

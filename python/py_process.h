@@ -62,6 +62,14 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
  * caller, and a 3.9/3.10 frame object has been reused. */
 void py_process__capture_frames(struct py_process *py, struct capture *capture);
 
+/* Right after the resume, once a tick's stops are all taken and before
+ * any unwinding: reads which asyncio task the capture's thread ran, and
+ * that task's span, while the task is most likely still in that span (the
+ * name comes from the stop window's copy; the span's HAMT is only pointed
+ * to by it: python/py_task_span.c).  py_process__merge of the same
+ * capture uses what this read.  Optional: without it the merge reads. */
+void py_process__read_task(struct py_process *py, const struct capture *capture);
+
 /* After the resume (cheap; call it before each merge): refreshes the
  * tstate <-> tid map when a sampled thread was unmapped (at most every
  * PY_THREADS_RETRY_NS) or every PY_THREADS_REFRESH_NS, and sizes `thread`'s

@@ -116,6 +116,25 @@ int py_string__decode(const uint8_t *object, size_t len, const struct py_offsets
         return (int)written;
 }
 
+bool py_string__complete(const uint8_t *object, size_t len, const struct py_offsets *offsets)
+{
+        int64_t length;
+        uint32_t state;
+        unsigned int kind;
+        size_t data_offset;
+
+        if (len < offsets->unicode_ascii_size)
+                return false;
+        memcpy(&length, object + offsets->unicode_length, sizeof(length));
+        memcpy(&state, object + offsets->unicode_state, sizeof(state));
+        kind = (state >> STATE_KIND_SHIFT) & STATE_KIND_MASK;
+        if (!(state & STATE_COMPACT) || length < 0 || (kind != 1 && kind != 2 && kind != 4))
+                return false;
+        data_offset =
+            (state & STATE_ASCII) ? offsets->unicode_ascii_size : offsets->unicode_compact_size;
+        return data_offset <= len && (uint64_t)length <= (len - data_offset) / kind;
+}
+
 int py_string__read(pid_t pid, uint64_t address, const struct py_offsets *offsets, char *out,
                     size_t out_size)
 {

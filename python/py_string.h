@@ -1,6 +1,7 @@
 /* py_string.h — Python str objects read out of another process. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,6 +18,10 @@
  * look like a compact str (then `out` is ""). */
 int py_string__decode(const uint8_t *object, size_t len, const struct py_offsets *offsets,
                       char *out, size_t out_size);
+
+/* Whether `object[0..len)` holds every character of the compact str it
+ * starts: a copy made in a stop window then decodes whole, not cut short. */
+bool py_string__complete(const uint8_t *object, size_t len, const struct py_offsets *offsets);
 
 /* Reads the str at `address` in `pid` (one bounded read) and decodes it.
  * Returns as py_string__decode, or -EFAULT when the memory is unreadable. */

@@ -6,17 +6,26 @@
  * last: task A attaches, awaits; task B attaches, awaits; A resumes and
  * the slot still says B.  The task's own context says A.
  *
- * Choice: read the running task's context after the resume instead of
- * having the writer follow task switches.  The running task is known from
- * the stop window (py_asyncio); its Context object is fixed for its life
- * and its variables only change when the task itself sets one, so reading
- * them after the resume is right unless the task starts or ends a span in
- * the microseconds between the stop and the read.  Following switches in
- * the writer would cost every task step (thousands per second) a write,
- * with no hook for it before 3.14's context watchers; this costs only * samples: ~24 small reads
- * each, after the resume (3.11, three tasks in SDK spans: 7 -> 31 process_vm_readv per sample, ~100
- * us more daemon CPU per sample, the thread held no longer).  Nothing is cached: a HAMT or span
- * freed when a span ends is soon reallocated at the same address with another span in it.
+ * Choice: read the running task's context instead of having the writer
+ * follow task switches, which would cost every task step (thousands per
+ * second) a write, with no hook for it before 3.14's context watchers;
+ * this costs only samples: ~24 small reads each, after the resume (3.11,
+ * three tasks in SDK spans: 7 -> 31 process_vm_readv per sample, ~100 us
+ * more daemon CPU per sample).  The running task is known from the stop
+ * window (py_asyncio), which also copies the task's Context pointer and
+ * the Context's ctx_vars: the HAMT of the task's variables at the stop.
+ * A HAMT is immutable, but a context drops it for a new one whenever the
+ * task sets a variable (a span starts or ends), and the dropped one is
+ * freed and its memory reused at once (pymalloc's free lists are LIFO:
+ * the next request's HAMT, dict and span land at the same addresses, so
+ * no pointer fingerprint tells them apart).  So the lookup goes through
+ * the copied HAMT, and then the context is read again: alive, same type,
+ * same ctx_vars, or the sample gets no span (STALE).  That keeps a late
+ * read from naming a span the task is no longer in, or another task's,
+ * but a late read still loses the span: copying the whole chain down to
+ * the ids (~9 more dependent reads) in the stop window would not.
+ * Nothing is cached: a HAMT or span freed when a span ends is soon
+ * reallocated at the same address with another span in it.
  *
  * How: Context.ctx_vars (a HAMT: 3.9–3.14 the same three node kinds,
  * recognised by their type's tp_name and then by type address) is
@@ -247,20 +256,45 @@ static enum py_task_span_result decode(struct py_task_span *s, uint64_t root)
         return PY_TASK_SPAN_FOUND;
 }
 
+/* Whether the Context at `context` is still the object the stop window
+ * copied, alive (a freed object's refcount is 0 until its memory is
+ * reused: the allocator's link overwrites the GC header before it), and
+ * still holds the same variables: then the HAMT they are in, immutable,
+ * was held alive all along the read (short of the context dropping it and
+ * a new HAMT landing at the same address in between). */
+static bool still_held(struct py_task_span *s, uint64_t context, const uint8_t *copy)
+{
+        uint8_t now[PY_TASK_SPAN_CONTEXT_COPY];
+        uint32_t refcnt;
+
+        if (remote_memory__read(s->pid, context, now, sizeof(now)) != (ssize_t)sizeof(now))
+                return false;
+        memcpy(&refcnt, now, sizeof(refcnt)); /* 3.12+: the low half is the count */
+        return refcnt != 0 && memcmp(now + OBJECT_TYPE_AT, copy + OBJECT_TYPE_AT, 8) == 0 &&
+               memcmp(now + CONTEXT_VARS_AT, copy + CONTEXT_VARS_AT, 8) == 0;
+}
+
 enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
-                                            uint64_t now_ns, const char **trace_id,
-                                            const char **span_id)
+                                            const uint8_t *copy, uint64_t now_ns,
+                                            const char **trace_id, const char **span_id)
 {
         enum py_task_span_result result;
         uint64_t vars, root;
 
         if (!s->var)
                 look_up(s, now_ns);
-        if (!s->var || !read_word(s->pid, context + CONTEXT_VARS_AT, &vars) ||
-            !read_word(s->pid, vars + HAMT_ROOT_AT, &root))
+        if (!s->var)
                 return PY_TASK_SPAN_UNKNOWN;
+        if (copy)
+                memcpy(&vars, copy + CONTEXT_VARS_AT, sizeof(vars));
+        else if (!read_word(s->pid, context + CONTEXT_VARS_AT, &vars))
+                return PY_TASK_SPAN_UNKNOWN;
+        if (!read_word(s->pid, vars + HAMT_ROOT_AT, &root))
+                return copy ? PY_TASK_SPAN_STALE : PY_TASK_SPAN_UNKNOWN;
         result = decode(s, root);
         *trace_id = s->trace_id;
         *span_id = s->span_id;
+        if (copy && !still_held(s, context, copy))
+                return PY_TASK_SPAN_STALE;
         return result;
 }

@@ -12,7 +12,16 @@ enum py_task_span_result {
         PY_TASK_SPAN_UNKNOWN, /* could not tell: the thread's own slot stays */
         PY_TASK_SPAN_NONE,    /* the task's context has no valid span */
         PY_TASK_SPAN_FOUND,
+        /* The task's context no longer holds what the stop window copied
+         * (the task left or entered a span, or ended, before the read):
+         * what was read may be freed memory, so the sample gets no span. */
+        PY_TASK_SPAN_STALE,
 };
+
+/* The head of a contextvars.Context copied in the stop window (ob_refcnt,
+ * ob_type, ctx_prev, ctx_vars): which HAMT the task's variables were at
+ * the stop. */
+#define PY_TASK_SPAN_CONTEXT_COPY 32
 
 struct py_task_span {
         pid_t pid;
@@ -27,10 +36,13 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
 
 /* After the resume: the span of the Context object at `context` (an
  * asyncio task's own, TaskObj.task_context), as hex strings in trace_id
- * and span_id.  UNKNOWN until opentelemetry.context is imported (looked
+ * and span_id.  `copy`: its PY_TASK_SPAN_CONTEXT_COPY first bytes as the
+ * stop window copied them, or NULL to read the variables as they are now;
+ * with a copy, the variables at the stop are read, and STALE when the
+ * context no longer holds them once read.  UNKNOWN until opentelemetry.context is imported (looked
  * for after 1 s, 2 s... up to every 32 s) or when the memory does not
  * check out.  About 24 small reads (py_task_span.c); the strings live
  * until the next call. */
 enum py_task_span_result py_task_span__read(struct py_task_span *s, uint64_t context,
-                                            uint64_t now_ns, const char **trace_id,
-                                            const char **span_id);
+                                            const uint8_t *copy, uint64_t now_ns,
+                                            const char **trace_id, const char **span_id);

@@ -179,6 +179,7 @@ def test_each_task_carries_its_own_span(name, pythons, profd, otel_packages):
         assert len(mine) >= 20, f"{len(mine)} samples in work_{task} ({profile.summary_line})"
         own = [s for s in mine if [s["labels"].get("trace_id", [None])[0], s["labels"].get("span_id", [None])[0]] == spans[task]]
         seen_spans = collections.Counter((s["labels"].get("span_id", ("-",))[0]) for s in mine)
+        print(f"work_{task}: {len(own)}/{len(mine)} own span ({profile.summary_line})")
         assert len(own) >= 0.99 * len(mine), (
             f"only {len(own)}/{len(mine)} samples in work_{task} carry span {spans[task]}: {seen_spans} "
             f"(spans: {spans})"

@@ -44,6 +44,11 @@ CLIENTS = 4
 MAX_REQUESTS = 100_000
 MAX_SECONDS = 90
 TASK_NAME = re.compile(r"Task-\d+")
+# The name is decoded from the stop window's copy of the task's name
+# object (python/py_asyncio.c): a task that ends right after the sample
+# keeps it.  Read after the resume, 1-3% of plain_crunch's samples had
+# none on a loaded machine (the task was gone).
+NAMED_SHARE = 0.99
 
 
 class Load:
@@ -98,9 +103,9 @@ def loopback_load(port):
             t.join(timeout=15)
 
 
-def profile_under_load(interpreter, profd, env=None):
-    """Profiles the app while the clients load it; returns the Profile."""
-    with running(interpreter, APP, env=env) as target:
+def profile_under_load(interpreter, profd, *args, env=None):
+    """Profiles the app (run with args) while the clients load it; returns the Profile."""
+    with running(interpreter, APP, *args, env=env) as target:
         with loopback_load(target.info["port"]) as load:
             load.wait_answered(2 * CLIENTS)  # past the first requests' imports
             before = load.answered
@@ -124,10 +129,10 @@ def check_no_failed_merges(profile):
     )
 
 
-def check_in_task(profile, leaf, handler):
+def check_in_task(profile, leaf, handler, named_share=NAMED_SHARE):
     """Every sample in `leaf` has `handler` and the endpoint `work` above
-    it and reaches the event loop's run_forever, and >= 97% carry a Task-N
-    name; returns those samples."""
+    it and reaches the event loop's run_forever, and >= named_share carry
+    a Task-N name; returns those samples."""
     mine = [s for s in profile.samples if leaf in functions(s)]
     # 10: an ASan daemon on a loaded machine took 122 of 1 576 ticks (13 here).
     assert len(mine) >= 10, f"{len(mine)} samples in {leaf} ({profile.summary_line})"
@@ -139,13 +144,9 @@ def check_in_task(profile, leaf, handler):
             torn.append(names)
     assert not torn, f"{len(torn)}/{len(mine)} samples in {leaf} are not whole: {torn[:3]}"
     named = [s for s in mine if TASK_NAME.fullmatch((s["labels"].get(TASK_LABEL) or [""])[0])]
-    # 97%, not the 99% of test_asyncio's three tasks, which never end: the
-    # name is read after the resume, and a request's task ends (and is
-    # freed) soon after its last computation; a daemon lagging behind on a
-    # loaded machine then finds no name (plain_crunch without task_tail:
-    # 1-3% of its samples on 3.11 and 3.13).
     unnamed = [(functions(s)[:12], s["labels"]) for s in mine if s not in named]
-    assert len(named) >= 0.97 * len(mine), (
+    print(f"{leaf}: {len(named)}/{len(mine)} named ({profile.summary_line})")
+    assert len(named) >= named_share * len(mine), (
         f"only {len(named)}/{len(mine)} samples in {leaf} carry a task name; without: {unnamed[:3]}"
     )
     return mine
@@ -171,9 +172,9 @@ def prefer_newer_typing_extensions(interpreter, seen):
 @pytest.mark.parametrize("name", NAMES)
 def test_fastapi_under_load(name, pythons, profd, otel_packages):
     """At most 0.1% [merge failed]; every sample in the endpoint's
-    computations reaches the event loop through it and >= 97% carry their
+    computations reaches the event loop through it and >= 99% carry their
     task's name; and the handler's start_as_current_span (a generator-based
-    context manager in async code): at least 95% of the samples
+    context manager in async code): at least 90% of the samples
     inside the span carry a span, and at most 1% of those after it carry
     one of those spans (the thread's slot, read alone, names the span the
     last request attached).  After it, FastAPI 0.143 (forky) still has its
@@ -189,14 +190,38 @@ def test_fastapi_under_load(name, pythons, profd, otel_packages):
     check_no_failed_merges(profile)
     traced = check_in_task(profile, "traced_crunch", "handle")
     plain = check_in_task(profile, "plain_crunch", "handle")
-    # 95%: the span is read after the resume, and the daemon of a loaded
-    # machine can lag behind the target by more than span_tail's 1 ms
-    # (3.11-3.14 gave 89-98% before span_tail).
+    # 90%: the span is looked up after the resume in the variables the
+    # task's context held at the stop (python/py_task_span.c), and when
+    # the context has dropped them by then (the span ended, or the task:
+    # the daemon of a loaded machine lags behind by more than span_tail's
+    # 1 ms, p99 1-9 ms with four busy neighbours on 2 cores) the sample
+    # gets no span rather than one read from freed memory or the thread's
+    # slot (another request's, as often as not).  Measured so: 86-100%
+    # (99-100% on a quieter machine); read as before: 94-100%, some of
+    # them the thread slot's span.
     in_span = [s for s in traced if s["labels"].get("span_id")]
-    assert len(in_span) >= 0.95 * len(traced), f"only {len(in_span)}/{len(traced)} samples in the span carry one"
+    print(f"traced_crunch: {len(in_span)}/{len(traced)} in a span")
+    assert len(in_span) >= 0.90 * len(traced), f"only {len(in_span)}/{len(traced)} samples in the span carry one"
     inner = {s["labels"]["span_id"][0] for s in in_span}
     stray = [s for s in plain if (s["labels"].get("span_id") or [None])[0] in inner]
     assert len(stray) <= 0.01 * len(plain), (
         f"{len(stray)}/{len(plain)} samples after the span carry a handler's span "
         f"(theirs, or another request's): {[s['labels'] for s in stray[:3]]}"
     )
+
+
+@pytest.mark.parametrize("name", ["3.11-host", "3.14-forky"])
+def test_fastapi_task_ends_right_after(name, pythons, profd, otel_packages):
+    """Without task_tail each request's task ends (and is freed) right
+    after plain_crunch: the name copied in the stop window still names at
+    least 99% of its samples (3.11: the task found through
+    _current_tasks, 3.14: through the thread state).  Read after the
+    resume, as before, the last ones found the task gone."""
+    interpreter = pythons[name]
+    seen = share(interpreter, otel_packages)
+    try:
+        prefer_newer_typing_extensions(interpreter, seen)
+        profile = profile_under_load(interpreter, profd, "no-task-tail", env={"PYTHONPATH": str(seen)})
+    finally:
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+    check_in_task(profile, "plain_crunch", "handle")
