@@ -99,7 +99,15 @@ class Workload:
         self.pids, self.procs, self.truth, self.python = pids, procs, truth, python
 
     def stop(self):
+        # SIGTERM first: nginx's master then stops its workers, which a
+        # SIGKILL would orphan (still holding the harness's pipes).
         for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
             run.kill(proc)
 
 
@@ -145,7 +153,8 @@ error_log {conf_dir}/error.log; events {{ worker_connections 512; }}
 http {{ access_log off; server {{ listen 127.0.0.1:{port}; root {conf_dir};
   location / {{ index index.html; }} }} }}
 """)
-    master = run.spawn(["nginx", "-c", conf, "-p", conf_dir], stderr=subprocess.DEVNULL)
+    master = run.spawn(["nginx", "-c", conf, "-p", conf_dir], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
     worker = None
     for _ in range(100):
         time.sleep(0.05)
