@@ -68,6 +68,9 @@
  * let recently woken threads count as running, at their syscall's exit
  * (README, "Running, runnable, blocked", for the measurements). */
 #define RUNNABLE_WAIT_NS (20ull * 1000)
+/* A runnable thread whose wait began at most this long before the tick
+ * was on a CPU at the tick (displaced_since_tick). */
+#define DISPLACED_SLACK_NS (50ull * 1000)
 /* schedstat's on-CPU time of a thread that stays on its CPU moves only at
  * scheduler ticks (1-10 ms): an unchanged value means "has not run" only
  * once this much time has passed. */
@@ -594,26 +597,54 @@ static enum sample_state classify(const struct tthread *thread, bool stopped)
                    : SAMPLE_RUNNING;
 }
 
-/* Whether a sample's stack is where the thread last ran: a `running`
- * sample, or a `runnable` one that was preempted where it stopped.  Outside
- * any system call (orig_rax -1) it was, since a thread can only go to
- * sleep inside a call.  At a call's exit it was either woken from that
- * call, and charging it would charge CPU to every epoll_wait a busy host
- * makes a thread wait after, or preempted as the call returned, having
- * done the call's work on a CPU: its kernel stack, read before the
- * interrupt, tells which (without it, such samples take none, and the
- * calls' own CPU goes to the next charged sample, measured at 5-11 points
- * too little for the calls of tests/targets/target_split on a loaded
- * host). */
-static bool takes_cpu(const struct tthread *thread, enum sample_state state)
+/* Whether a runnable thread was still on a CPU at the tick, taken off it
+ * only since (by the tracer's own wake-up, which the kernel defers to the
+ * end of a system call, or by chance): its run-queue wait that ended at
+ * its stop began no earlier than DISPLACED_SLACK_NS before the tick.  One
+ * that had been waiting since before the tick shows where something else
+ * preempted it, and that is biased: a write() that wakes the peer it
+ * writes to is preempted by that peer as it returns, so such samples put
+ * 78% of redis's CPU in write() where perf puts 48%
+ * (bench/accuracy_loaded.py). */
+static bool displaced_since_tick(const struct tthread *thread, uint64_t tick_ns)
 {
+        uint64_t growth = thread->sched_resumed.run_delay_ns - thread->sched_before.run_delay_ns;
+        uint64_t reach = thread->stop_seen_ns > thread->interrupt_ns
+                             ? thread->stop_seen_ns - thread->interrupt_ns
+                             : 0;
+        uint64_t before_interrupt = growth > reach ? growth - reach : 0;
+        uint64_t since_tick = thread->interrupt_ns > tick_ns ? thread->interrupt_ns - tick_ns : 0;
+
+        return before_interrupt <= since_tick + DISPLACED_SLACK_NS;
+}
+
+/* Whether a sample is charged CPU: where the thread was executing at the
+ * tick, so that the charged samples fall on each function in proportion to
+ * its CPU time, as perf's do.
+ * - `running`: it was on a CPU; but not when its call failed with EINTR,
+ *   which our interrupt caused as the thread went to sleep in it (repaired
+ *   before it returns): undisturbed, that sample would have been blocked.
+ * - `runnable`, stopped by us: only when displaced_since_tick(), and then
+ *   outside any system call (a thread can only sleep inside one, so it was
+ *   preempted there) or at a call's exit when its kernel stack, read right
+ *   after the interrupt, shows a preemption, not a sleep it was woken from
+ *   (charging those would charge CPU to every epoll_wait a busy host makes
+ *   a thread wait after).  Without that stack (no CAP_SYS_ADMIN), a call's
+ *   exit is not charged.
+ * What is not charged accrues to the thread's next charged sample. */
+static bool takes_cpu(const struct tthread *thread, enum sample_state state, uint64_t tick_ns)
+{
+        bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
+        bool in_call = stopped && (long)thread->capture.regs.orig_rax >= 0;
+
+        if (in_call && (long)thread->capture.regs.rax == -EINTR)
+                return false;
         if (state == SAMPLE_RUNNING)
                 return true;
-        if (state != SAMPLE_RUNNABLE || !thread->captured ||
-            thread->capture.kind != CAPTURE_STOPPED)
+        if (state != SAMPLE_RUNNABLE || !stopped || !thread->sched_before_valid ||
+            !thread->sched_resumed_valid || !displaced_since_tick(thread, tick_ns))
                 return false;
-        return (long)thread->capture.regs.orig_rax < 0 ||
-               thread->kernel_wait_before == KERNEL_WAIT_PREEMPTED;
+        return !in_call || thread->kernel_wait_before == KERNEL_WAIT_PREEMPTED;
 }
 
 /* The sample's values.  cpu: the thread's on-CPU time (the kernel's
@@ -633,7 +664,7 @@ static void sample_values(struct registry *registry, struct tthread *thread,
 
         record->wall_ns = (int64_t)wall;
         record->cpu_ns = 0;
-        if (takes_cpu(thread, state) && known && thread->cpu_charged_valid) {
+        if (takes_cpu(thread, state, tick_ns) && known && thread->cpu_charged_valid) {
                 if (now->on_cpu_ns > thread->cpu_charged_ns)
                         record->cpu_ns = (int64_t)(now->on_cpu_ns - thread->cpu_charged_ns);
                 thread->cpu_charged_ns = now->on_cpu_ns;
