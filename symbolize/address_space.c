@@ -234,6 +234,12 @@ int address_space__apply_maps(struct address_space *space, char *maps_text, size
         return 0;
 }
 
+const char *address_space__maps_text(const struct address_space *space, size_t *len)
+{
+        *len = space->maps_len;
+        return space->maps_text;
+}
+
 uint64_t address_space__generation(const struct address_space *space)
 {
         return space->generation;

@@ -60,6 +60,11 @@ int address_space__refresh(struct address_space *space);
  * ownership passes here, freed in any case. */
 int address_space__apply_maps(struct address_space *space, char *maps_text, size_t len);
 
+/* The maps text last reported (its `len` bytes, not NUL-terminated), so
+ * that other readers of the layout need not read /proc/PID/maps again;
+ * NULL before the first.  Valid until the next refresh. */
+const char *address_space__maps_text(const struct address_space *space, size_t *len);
+
 /* Changes whenever a refresh found different mappings, so callers can
  * drop their own address-keyed caches. */
 uint64_t address_space__generation(const struct address_space *space);
