@@ -79,8 +79,11 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
                 profiled->python_retry_until_ns = profiled->last_refresh_ns + PYTHON_RETRY_NS;
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
+        size_t maps_len = 0;
+        const char *maps_text =
+            profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
-                                profiled_target__maps_generation(profiled));
+                                profiled_target__maps_generation(profiled), maps_text, maps_len);
         prepare_export(registry, target, profiled);
         return 0;
 }

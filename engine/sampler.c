@@ -457,8 +457,12 @@ static void refresh_address_space(struct registry *registry, struct target *targ
                 profiled->last_refresh_ns = now;
                 profiled_target__ask_maps(registry, target, now);
         }
+        size_t maps_len = 0;
+        const char *maps_text =
+            profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
         if (context_reader__refresh(&profiled->context, target, now, execed,
-                                    profiled_target__maps_generation(profiled)) &&
+                                    profiled_target__maps_generation(profiled), maps_text,
+                                    maps_len) &&
             profiled->otlp) /* the SDK published a new process context */
                 otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
