@@ -460,6 +460,7 @@ static void refresh_address_space(struct registry *registry, struct target *targ
         size_t maps_len = 0;
         const char *maps_text =
             profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
+        event_pump__busy(registry, "tick: context refresh");
         if (context_reader__refresh(&profiled->context, target, now, execed,
                                     profiled_target__maps_generation(profiled), maps_text,
                                     maps_len) &&
