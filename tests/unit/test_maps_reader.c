@@ -1,5 +1,5 @@
 /* test_maps_reader.c — symbolize/maps_reader: a request comes back with
- * the same text as a direct read and the caller's serial, a failed read
+ * this process's maps text and the caller's serial, a failed read
  * comes back as its error, and stopping frees what nobody took. */
 #include <poll.h>
 #include <stdlib.h>
@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "symbolize/maps_reader.h"
-#include "symbolize/proc_maps.h"
 #include "tests/unit/check.h"
 
 /* Waits up to 5 s (a loaded CI host) for a reply. */
@@ -23,18 +22,18 @@ static void test_round_trip(void)
 {
         struct maps_reader reader;
         struct maps_reply reply;
-        char *direct = NULL;
-        size_t len = 0;
+        char exe[4096];
+        ssize_t exe_len = readlink("/proc/self/exe", exe, sizeof(exe));
 
+        CHECK(exe_len > 0 && exe_len < (ssize_t)sizeof(exe));
         CHECK(maps_reader__start(&reader) == 0);
         CHECK(!maps_reader__take(&reader, &reply));
         CHECK(maps_reader__ask(&reader, getpid(), 7));
         take(&reader, &reply);
         CHECK(reply.pid == getpid() && reply.serial == 7 && reply.error == 0);
-        CHECK(proc_maps__read(getpid(), &direct, &len) == 0);
-        /* The same mappings (this test maps nothing in between). */
-        CHECK(reply.len == len && memcmp(reply.text, direct, len) == 0);
-        free(direct);
+        /* This process's maps (not compared byte for byte with a second
+         * read: ASan's allocator maps memory in between). */
+        CHECK(reply.len > 0 && memmem(reply.text, reply.len, exe, (size_t)exe_len));
         free(reply.text);
 
         CHECK(maps_reader__ask(&reader, 0x7ffffff0, 8)); /* no such process */
