@@ -19,7 +19,8 @@ The daemon: `--watch --deny '!env:PROFD_BENCH=<token>' --no-export
 --interval MS` (default 10); its CPU time and summary line are printed too.
 
 usage: python3 bench/event_latency.py [--seconds S] [--interval MS] [--rate N]
-           [--rounds R] [--configs alone,churn,watch,watch+churn] BUILD [BUILD ...]   (as root)
+           [--rounds R] [--configs alone,churn,watch,watch+churn] [--steps]
+           BUILD [BUILD ...]   (as root)
 Several BUILDs (say, before and after a change) are run interleaved, round
 by round, on the same host; the probe is the first BUILD's.
 """
@@ -32,6 +33,8 @@ parser.add_argument("--rate", type=float, default=10)
 parser.add_argument("--rounds", type=int, default=1)
 parser.add_argument("--configs", default="alone,churn,watch,watch+churn")
 parser.add_argument("--python", default="/usr/bin/python3.11", help="the churn's interpreter")
+parser.add_argument("--steps", action="store_true",
+                    help="run the daemon with -vv and sum its late answers' wall time by step")
 parser.add_argument("builds", nargs="+")
 args = parser.parse_args()
 seconds, interval, rate = args.seconds, args.interval, args.rate
@@ -94,7 +97,8 @@ def probe(traced):
 def daemon(build):
     err = tempfile.TemporaryFile(mode="w+")
     d = subprocess.Popen([os.path.join(build, "splunk-profd"), "--watch", "--deny", f"!env:PROFD_BENCH={token}",
-                          "--no-export", "--interval", interval, "--health-interval", "3600"],
+                          "--no-export", "--interval", interval, "--health-interval", "3600"]
+                         + (["-vv"] if args.steps else []),
                          stdout=subprocess.DEVNULL, stderr=err, env=env)
     return d, err
 
@@ -111,8 +115,25 @@ def stop(d, err):
     d.send_signal(signal.SIGTERM)
     d.wait(30)
     err.seek(0)
-    summary = re.search(r"summary: .*", err.read())
-    return f"daemon_cpu_ms={cpu} " + (summary[0] if summary else "")
+    text = err.read()
+    summary = re.search(r"summary: .*", text)
+    return f"daemon_cpu_ms={cpu} " + (summary[0] if summary else "") + late_steps(text)
+
+
+def late_steps(text):
+    """From -vv: the late answers (event_pump.c) and, per step, the sum and
+    the largest single wall time they were held back by, in ms."""
+    if not args.steps:
+        return ""
+    late, by_step = 0, {}
+    for parts in re.findall(r"answered up to \d+ us late .*?by step: (.*)", text):
+        late += 1
+        for label, us in re.findall(r"([^,]+?) (\d+) us(?:,|$)", parts):
+            total, most = by_step.get(label.strip(), (0, 0))
+            by_step[label.strip()] = (total + int(us), max(most, int(us)))
+    steps = sorted(by_step.items(), key=lambda kv: -kv[1][0])
+    return f"\n  late answers={late}; by step, sum/max ms: " + ", ".join(
+        f"{label} {total / 1000:.0f}/{most / 1000:.0f}" for label, (total, most) in steps)
 
 
 def run(name, build, traced, churn):
@@ -139,7 +160,8 @@ def run(name, build, traced, churn):
         for op, (n, p50, p99, mx) in baseline[0].items():
             print(f"    {op:7s} n={n:6d} p50_us={p50:9.1f} p99_us={p99:9.1f} max_us={mx:9.1f}")
     if summary:
-        print("  " + summary[:300])
+        line, _, steps = summary.partition("\n")
+        print("  " + line[:300] + ("\n" + steps if steps else ""))
     sys.stdout.flush()
 
 

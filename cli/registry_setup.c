@@ -33,6 +33,7 @@ int registry__init(struct registry *registry, const struct profd_config *config)
         registry->sigchld_fd = registry->reload_fd = registry->stop_fd = registry->done_fd = -1;
         registry->command.go_fd = -1;
         registry->status = (struct mailbox)MAILBOX_INIT;
+        registry->maps_reader = (struct maps_reader)MAPS_READER_INIT;
         registry->config = *config;
         registry->include_internal_stacks = config->include_internal_stacks;
         int r = mailbox__init(&registry->status, sizeof(struct run_status));

@@ -40,6 +40,7 @@
 
 #include "attach/remote_memory.h"
 #include "context/context_format.h"
+#include "symbolize/proc_maps.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/hex.h"
@@ -70,7 +71,8 @@ static pid_t read_ns_pid(pid_t pid)
 }
 
 static void refresh_segment(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                            bool rediscover, uint64_t maps_generation);
+                            bool rediscover, uint64_t maps_generation, const char *maps_text,
+                            size_t maps_len);
 
 void context_reader__init(struct context_reader *reader, pid_t pid)
 {
@@ -178,16 +180,15 @@ static bool maps_line__candidate(const char *line, uint64_t *start, uint64_t *le
 }
 
 /* Returns whether the maps named any candidate mapping (found or not). */
-static bool reader__discover(struct context_reader *reader, struct target *target)
+static bool reader__discover(struct context_reader *reader, struct target *target,
+                             const char *maps_text, size_t maps_len)
 {
-        _cleanup_fclose_ FILE *maps = NULL;
-        char path[64], line[512];
+        _cleanup_fclose_ FILE *maps = proc_maps__open(reader->mem_pid, maps_text, maps_len);
+        char line[512];
         const char *why = NULL;
         uint64_t bad_at = 0;
         bool line_start = true, any = false;
 
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int)reader->mem_pid);
-        maps = fopen(path, "re");
         for (int n = 0; maps && n < MAPS_MAX_LINES && fgets(line, sizeof(line), maps); n++) {
                 bool candidate = false;
                 uint64_t start = 0, len = 0;
@@ -324,21 +325,25 @@ static bool reader__index_allowed(const struct context_reader *reader, const str
 }
 
 bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                             bool rediscover, uint64_t maps_generation)
+                             bool rediscover, uint64_t maps_generation, const char *maps_text,
+                             size_t maps_len)
 {
         bool changed;
 
         /* The leader called pthread_exit: read through a live thread. */
         reader->mem_pid = reader->process.pid = reader->tls.pid = target->mem_pid;
-        changed = process_context__refresh(&reader->process, now_ns, rediscover, maps_generation);
+        changed = process_context__refresh(&reader->process, now_ns, rediscover, maps_generation,
+                                           maps_text, maps_len);
 
-        thread_context__refresh(&reader->tls, now_ns, rediscover, maps_generation);
-        refresh_segment(reader, target, now_ns, rediscover, maps_generation);
+        thread_context__refresh(&reader->tls, now_ns, rediscover, maps_generation, maps_text,
+                                maps_len);
+        refresh_segment(reader, target, now_ns, rediscover, maps_generation, maps_text, maps_len);
         return changed;
 }
 
 static void refresh_segment(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                            bool rediscover, uint64_t maps_generation)
+                            bool rediscover, uint64_t maps_generation, const char *maps_text,
+                            size_t maps_len)
 {
         struct context_header header;
 
@@ -363,7 +368,8 @@ static void refresh_segment(struct context_reader *reader, struct target *target
                 /* A segment being set up (or a parent's, after fork) is
                  * looked at again; maps without any are not, until they
                  * change. */
-                reader->scanned_generation = reader__discover(reader, target) ? 0 : maps_generation;
+                reader->scanned_generation =
+                    reader__discover(reader, target, maps_text, maps_len) ? 0 : maps_generation;
                 if (!reader->segment)
                         return;
                 header.claims = reader->claims + 1;

@@ -71,9 +71,12 @@ void context_reader__init(struct context_reader *reader, pid_t pid);
  * `maps_generation` changes whenever the process's mappings did
  * (address_space__generation), 0 when unknown: /proc/PID/maps is scanned
  * for a segment only when it changed since the last scan, so an idle
- * process without one costs nothing. */
+ * process without one costs nothing.  `maps_text` (`maps_len` bytes):
+ * the maps of that generation (address_space__maps_text), which the scans
+ * read instead of /proc/PID/maps, or NULL. */
 bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
-                             bool rediscover, uint64_t maps_generation);
+                             bool rediscover, uint64_t maps_generation, const char *maps_text,
+                             size_t maps_len);
 /* (Returns whether the process context's content changed: the export
  * resource should be rebuilt.) */
 void context_reader__clear(struct context_reader *reader);

@@ -23,6 +23,7 @@
 
 #include "attach/remote_memory.h"
 #include "proto/process_context.pb-c.h"
+#include "symbolize/proc_maps.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 
@@ -311,14 +312,12 @@ static void context__warn(struct process_context *context, const char *why)
                     (int)context->pid, context->header, why);
 }
 
-static uint64_t find_mapping(pid_t pid)
+static uint64_t find_mapping(pid_t pid, const char *maps_text, size_t maps_len)
 {
-        _cleanup_fclose_ FILE *maps = NULL;
-        char path[64], line[512];
+        _cleanup_fclose_ FILE *maps = proc_maps__open(pid, maps_text, maps_len);
+        char line[512];
         bool line_start = true;
 
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-        maps = fopen(path, "re");
         for (int n = 0; maps && n < MAPS_MAX_LINES && fgets(line, sizeof(line), maps); n++) {
                 unsigned long long lo, hi;
                 int at = 0;
@@ -378,7 +377,7 @@ static int read_payload(struct process_context *context, const char **why)
 }
 
 bool process_context__refresh(struct process_context *context, uint64_t now_ns, bool rediscover,
-                              uint64_t maps_generation)
+                              uint64_t maps_generation, const char *maps_text, size_t maps_len)
 {
         const char *why = NULL;
         int r;
@@ -395,7 +394,7 @@ bool process_context__refresh(struct process_context *context, uint64_t now_ns, 
                 if (maps_generation && maps_generation == context->scanned_generation &&
                     !rediscover)
                         return false;
-                context->header = find_mapping(context->pid);
+                context->header = find_mapping(context->pid, maps_text, maps_len);
                 context->scanned_generation = context->header ? 0 : maps_generation;
                 if (!context->header)
                         return false;

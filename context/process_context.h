@@ -59,9 +59,10 @@ void process_context__clear(struct process_context *context);
 /* Outside the stop window: finds the mapping (when the maps changed since
  * a scan that found none, or `rediscover`), polls its header at most every
  * PROCESS_CONTEXT_CHECK_NS and re-reads the payload when published-at
- * moved.  Returns whether the decoded content changed. */
+ * moved.  Returns whether the decoded content changed.  `maps_text`: the
+ * maps of `maps_generation` (proc_maps__open), or NULL. */
 bool process_context__refresh(struct process_context *context, uint64_t now_ns, bool rediscover,
-                              uint64_t maps_generation);
+                              uint64_t maps_generation, const char *maps_text, size_t maps_len);
 
 /* The attribute name of key index `index`, or NULL when unknown. */
 const char *process_context__key(const struct process_context *context, unsigned index);

@@ -185,7 +185,7 @@ static void look_at(struct thread_context *context, const struct proc_maps *maps
                  THREAD_CONTEXT_SYMBOL, map->path);
 }
 
-static void search_modules(struct thread_context *context)
+static void search_modules(struct thread_context *context, const char *known, size_t known_len)
 {
         _cleanup_free_ char *text = NULL;
         _cleanup_(proc_maps__clearp) struct proc_maps maps = {0};
@@ -196,8 +196,9 @@ static void search_modules(struct thread_context *context)
 
         snprintf(exe_path, sizeof(exe_path), "/proc/%d/exe", (int)context->pid);
         have_exe = stat(exe_path, &exe) == 0;
-        if (proc_maps__read(context->pid, &text, &len) < 0 ||
-            proc_maps__parse(text, len, &maps) < 0)
+        if (!known && proc_maps__read(context->pid, &text, &len) == 0)
+                known = text, known_len = len;
+        if (!known || proc_maps__parse(known, known_len, &maps) < 0)
                 return;
         for (size_t i = 0; i < maps.n; i++) {
                 const struct proc_map *map = &maps.maps[i];
@@ -288,7 +289,7 @@ static void resolve(struct thread_context *context)
 }
 
 void thread_context__refresh(struct thread_context *context, uint64_t now_ns, bool rediscover,
-                             uint64_t maps_generation)
+                             uint64_t maps_generation, const char *maps_text, size_t maps_len)
 {
         if (rediscover) {
                 pid_t pid = context->pid;
@@ -299,7 +300,7 @@ void thread_context__refresh(struct thread_context *context, uint64_t now_ns, bo
         if (!context->has_module &&
             (!maps_generation || maps_generation != context->scanned_generation)) {
                 context->scanned_generation = maps_generation;
-                search_modules(context);
+                search_modules(context, maps_text, maps_len);
         }
         if (!context->has_module || now_ns < context->next_resolve_ns)
                 return;

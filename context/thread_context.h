@@ -77,9 +77,10 @@ void thread_context__init(struct thread_context *context, pid_t pid);
 
 /* Outside the stop window: looks for the module when the maps changed
  * (`maps_generation`, 0: unknown, always look) or `rediscover`, and
- * (re-)reads the link map while unresolved or in dynamic TLS. */
+ * (re-)reads the link map while unresolved or in dynamic TLS.  `maps_text`:
+ * the maps of `maps_generation` (proc_maps__open), or NULL. */
 void thread_context__refresh(struct thread_context *context, uint64_t now_ns, bool rediscover,
-                             uint64_t maps_generation);
+                             uint64_t maps_generation, const char *maps_text, size_t maps_len);
 
 /* Stop window (or verified blocked): copies the thread's record into its
  * capture.  `fs_base` is the thread's TCB (0: unknown, nothing copied);

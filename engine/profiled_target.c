@@ -23,6 +23,8 @@
  * imports) can take seconds on a loaded host before the runtime validates. */
 #define PYTHON_RETRY_NS       (10000ull * 1000 * 1000)
 #define PYTHON_RETRY_EVERY_NS (250ull * 1000 * 1000)
+/* A request or reply the full pipe dropped is asked again after this. */
+#define MAPS_ANSWER_TIMEOUT_NS (2000ull * 1000 * 1000)
 
 uint64_t profiled_target__maps_generation(const struct profiled_target *profiled)
 {
@@ -77,8 +79,11 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
                 profiled->python_retry_until_ns = profiled->last_refresh_ns + PYTHON_RETRY_NS;
         target->owner = profiled;
         context_reader__init(&profiled->context, target->pid);
+        size_t maps_len = 0;
+        const char *maps_text =
+            profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
-                                profiled_target__maps_generation(profiled));
+                                profiled_target__maps_generation(profiled), maps_text, maps_len);
         prepare_export(registry, target, profiled);
         return 0;
 }
@@ -101,6 +106,56 @@ void profiled_target__retry_python(struct registry *registry, struct target *tar
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
+}
+
+bool profiled_target__maps_awaited(const struct profiled_target *profiled, uint64_t now_ns)
+{
+        return profiled->maps_asked_serial &&
+               now_ns - profiled->maps_asked_ns < MAPS_ANSWER_TIMEOUT_NS;
+}
+
+void profiled_target__ask_maps(struct registry *registry, struct target *target, uint64_t now_ns)
+{
+        struct profiled_target *profiled = target->owner;
+        uint64_t serial = ++registry->maps_serial;
+
+        if (!maps_reader__ask(&registry->maps_reader, target->mem_pid, serial)) {
+                profiled->maps_asked_serial = 0;
+                (void)address_space__refresh(profiled->space);
+                return;
+        }
+        profiled->maps_asked_serial = serial;
+        profiled->maps_asked_ns = now_ns;
+}
+
+/* The target that asked for `reply`, if it still waits for that one. */
+static struct profiled_target *asker_of(struct registry *registry, const struct maps_reply *reply)
+{
+        struct tthread *thread;
+        struct target *target = target_set__find(&registry->targets, reply->pid, &thread);
+        struct profiled_target *profiled = target ? target->owner : NULL;
+
+        return profiled && profiled->space && profiled->maps_asked_serial == reply->serial
+                   ? profiled
+                   : NULL;
+}
+
+void profiled_target__take_maps(struct registry *registry)
+{
+        struct maps_reply reply;
+
+        while (maps_reader__take(&registry->maps_reader, &reply)) {
+                struct profiled_target *profiled = asker_of(registry, &reply);
+
+                if (!profiled || reply.error < 0) {
+                        free(reply.text);
+                        if (profiled)
+                                profiled->maps_asked_serial = 0;
+                        continue;
+                }
+                profiled->maps_asked_serial = 0;
+                (void)address_space__apply_maps(profiled->space, reply.text, reply.len);
+        }
 }
 
 void profiled_target__follow_memory_pid(struct target *target)

@@ -20,6 +20,11 @@ struct profiled_target {
         uint64_t last_refresh_ns; /* maps last re-read */
         uint64_t last_check_ns;   /* vsize last compared (sampler.c) */
         uint64_t last_vsize;
+        /* A maps re-read asked of the maps reader and not answered yet: its
+         * serial (0: none) and when (CLOCK_MONOTONIC).  Meanwhile the target
+         * is sampled with the maps it has. */
+        uint64_t maps_asked_serial;
+        uint64_t maps_asked_ns;
         struct py_process *python; /* CPython frames, NULL for other processes */
         struct otlp_target *otlp;  /* Splunk export record in progress, or NULL */
         /* The span-context segment (context/). */
@@ -65,6 +70,16 @@ void profiled_target__release(struct registry *registry, struct target *target);
 /* Frees the engine state without flushing (tear-down after the tracer
  * thread has gone).  Accepts a target that was never prepared. */
 void profiled_target__free(struct target *target);
+
+/* Whether a maps re-read was asked and is still awaited (not for longer
+ * than a lost request or reply may take: then the caller asks again). */
+bool profiled_target__maps_awaited(const struct profiled_target *profiled, uint64_t now_ns);
+/* Has the target's maps re-read off the tracer thread (maps_reader.h),
+ * or here when the reader cannot take the request. */
+void profiled_target__ask_maps(struct registry *registry, struct target *target, uint64_t now_ns);
+/* Applies every maps text the reader has returned to the target that
+ * asked for it last; a reply for a target gone or re-asked is dropped. */
+void profiled_target__take_maps(struct registry *registry);
 
 /* For the context reader: the address space's generation, 0 (unknown)
  * without one. */

@@ -19,6 +19,7 @@
 #include "pprof/sample_recorder.h"
 #include "python/py_binary.h"
 #include "python/py_frame.h"
+#include "symbolize/maps_reader.h"
 
 struct symbolizer;
 struct profile_builder;
@@ -93,6 +94,10 @@ struct registry {
         struct target_set targets;
         struct watch *watch; /* NULL unless --watch */
         struct symbolizer *symbolizer;
+        /* Reads targets' maps off this thread while it runs (tracer.c starts
+         * and stops it); serials tell a target's latest request. */
+        struct maps_reader maps_reader;
+        uint64_t maps_serial;
         struct py_walk_scratch py_scratch; /* every Python walk's scratch */
         struct py_binaries py_binaries;    /* CPython binaries read, by file */
         struct profile_builder *builder;   /* NULL: not recording a profile (dump, top) */

@@ -458,19 +458,27 @@ static bool maps_may_have_changed(struct target *target, struct profiled_target 
 
 /* The address space first: the context reader scans the maps for its
  * segment only when they changed. */
-static void refresh_address_space(struct target *target)
+static void refresh_address_space(struct registry *registry, struct target *target)
 {
         struct profiled_target *profiled = target->owner;
         uint64_t now = monotonic_ns();
         bool execed = target->execed;
 
-        if (profiled->space && (execed || maps_may_have_changed(target, profiled, now))) {
+        /* The maps reader reads the text (a starting process's mmap lock can
+         * hold a read for tens of ms); it is applied at a later tick. */
+        if (profiled->space && (execed || (!profiled_target__maps_awaited(profiled, now) &&
+                                           maps_may_have_changed(target, profiled, now)))) {
                 target->execed = false;
                 profiled->last_refresh_ns = now;
-                (void)address_space__refresh(profiled->space);
+                profiled_target__ask_maps(registry, target, now);
         }
+        size_t maps_len = 0;
+        const char *maps_text =
+            profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
+        event_pump__busy(registry, "tick: context refresh");
         if (context_reader__refresh(&profiled->context, target, now, execed,
-                                    profiled_target__maps_generation(profiled)) &&
+                                    profiled_target__maps_generation(profiled), maps_text,
+                                    maps_len) &&
             profiled->otlp) /* the SDK published a new process context */
                 otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
@@ -791,7 +799,7 @@ static size_t sample_and_unwind_target(struct registry *registry, struct target 
         if (target->gone || target->releasing || !target->owner)
                 return 0;
         event_pump__busy(registry, "tick: maps refresh");
-        refresh_address_space(target);
+        refresh_address_space(registry, target);
         event_pump__busy(registry, "tick: unwinding");
         for (size_t i = 0; i < target->n_threads; i++) {
                 struct tthread *thread = target->threads[i];
@@ -828,7 +836,9 @@ static size_t sample_and_unwind(struct registry *registry)
         size_t needs_stop = 0;
         uint64_t checked_ns = monotonic_ns();
 
-        read_tasks(registry);
+        read_tasks(registry); /* first: a task may end while we unwind */
+        event_pump__busy(registry, "tick: maps applied");
+        profiled_target__take_maps(registry);
         for (size_t t = 0; t < registry->targets.n_targets; t++) {
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner || target->releasing)

@@ -408,7 +408,9 @@ void *tracer__main(void *arg)
                         registry->start_ns = monotonic_ns();
                         registry->start_realtime_ns = realtime_ns();
                 }
+                (void)maps_reader__start(&registry->maps_reader);
                 run_loop(registry, timer_fd);
+                maps_reader__stop(&registry->maps_reader);
                 registry->end_ns = monotonic_ns();
         }
         export_after_tick(registry, 0, true);

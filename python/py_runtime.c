@@ -185,7 +185,14 @@ enum py_discovery py_runtime__discover(pid_t pid, struct address_space *space,
         char reason[256] = "no CPython runtime found";
 
         memset(out, 0, sizeof(*out));
-        if (proc_maps__read(pid, &text, &len) < 0 || proc_maps__parse(text, len, &maps) < 0) {
+        /* The address space's copy, as of its last refresh: a second read
+         * here would wait on a starting process's mmap lock again, on the
+         * tracer thread.  A library mapped since then changes the space's
+         * generation, which is when discovery is retried. */
+        const char *known = space ? address_space__maps_text(space, &len) : NULL;
+        if (!known && proc_maps__read(pid, &text, &len) == 0)
+                known = text;
+        if (!known || proc_maps__parse(known, len, &maps) < 0) {
                 snprintf(why, why_size, "cannot read /proc/%d/maps", (int)pid);
                 return PY_DISCOVERY_NOT_PYTHON;
         }

@@ -202,14 +202,22 @@ static int address_space__report(struct address_space *space, const struct proc_
 
 int address_space__refresh(struct address_space *space)
 {
-        _cleanup_free_ char *text = NULL;
-        struct proc_maps maps;
+        char *text = NULL;
         size_t len = 0;
         int r;
 
         r = proc_maps__read(space->pid, &text, &len);
         if (r < 0)
                 return r;
+        return address_space__apply_maps(space, text, len);
+}
+
+int address_space__apply_maps(struct address_space *space, char *maps_text, size_t len)
+{
+        _cleanup_free_ char *text = maps_text;
+        struct proc_maps maps;
+        int r;
+
         if (space->maps_text && len == space->maps_len && memcmp(text, space->maps_text, len) == 0)
                 return 0;
         space->generation++;
@@ -224,6 +232,12 @@ int address_space__refresh(struct address_space *space)
         space->maps_text = take_ptr(text);
         space->maps_len = len;
         return 0;
+}
+
+const char *address_space__maps_text(const struct address_space *space, size_t *len)
+{
+        *len = space->maps_len;
+        return space->maps_text;
 }
 
 uint64_t address_space__generation(const struct address_space *space)

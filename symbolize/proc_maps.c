@@ -73,6 +73,16 @@ int proc_maps__read(pid_t pid, char **text, size_t *len)
         return 0;
 }
 
+FILE *proc_maps__open(pid_t pid, const char *text, size_t len)
+{
+        char path[64];
+
+        if (text && len > 0)
+                return fmemopen((void *)text, len, "r");
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+        return fopen(path, "re");
+}
+
 /* Parses a hex number ending at a non-hex character; advances *p. */
 static bool parse_hex(const char **p, const char *end, uint64_t *out)
 {

@@ -1,6 +1,8 @@
 /* proc_maps.h — reading and parsing /proc/PID/maps. */
 #pragma once
 
+#include <stdio.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,11 @@ int proc_maps__read(pid_t pid, char **text, size_t *len);
 /* Parses maps text; malformed lines are skipped.  Returns 0 or -ENOMEM. */
 int proc_maps__parse(const char *text, size_t len, struct proc_maps *out);
 void proc_maps__clear(struct proc_maps *maps);
+/* A stream of the maps lines: over `text` (`len` bytes, borrowed, e.g.
+ * address_space__maps_text) when given, so that a caller with a fresh copy
+ * does not make the kernel format them again under the target's mmap lock,
+ * else over /proc/PID/maps.  NULL with errno set. */
+FILE *proc_maps__open(pid_t pid, const char *text, size_t len);
 /* For _cleanup_(proc_maps__clearp) struct proc_maps maps = {0}: a value,
  * not a pointer, so DEFINE_TRIVIAL_CLEANUP_FUNC does not apply. */
 static inline void proc_maps__clearp(struct proc_maps *maps)

@@ -66,6 +66,14 @@ int address_space__set_pid(struct address_space *space, pid_t pid);
 /* Re-reads /proc/PID/maps if it changed since the last call (dlopen, exec)
  * and re-reports modules.  Cheap when nothing changed.  Returns 0 or -errno. */
 int address_space__refresh(struct address_space *space);
+/* The same with a maps text read elsewhere (maps_reader.h), whose
+ * ownership passes here, freed in any case. */
+int address_space__apply_maps(struct address_space *space, char *maps_text, size_t len);
+
+/* The maps text last reported (its `len` bytes, not NUL-terminated), so
+ * that other readers of the layout need not read /proc/PID/maps again;
+ * NULL before the first.  Valid until the next refresh. */
+const char *address_space__maps_text(const struct address_space *space, size_t *len);
 
 /* Changes whenever a refresh found different mappings, so callers can
  * drop their own address-keyed caches. */
