@@ -597,7 +597,8 @@ def pct_ci(values):
 def q2(cfg, report, tools):
     rows = []
     cases = [("deep", d, f"Python stack depth {d}") for d in cfg.depths] + \
-            [("threads", n, f"{n} threads (1 busy, {n - 1} blocked)") for n in cfg.thread_counts]
+            [("threads", n, f"{n} threads (1 busy, {n - 1} blocked)") for n in cfg.thread_counts] + \
+            [("aiosplit", 50, "asyncio: 50 tasks on one loop (issue 18)")]
     for kind, arg, label in cases:
         with started(report, f"Q2 start {label}", kind, arg, cfg.build) as target:
             if target is None:
@@ -718,6 +719,7 @@ def q3(cfg, report, tools):
         finally:
             for t in targets:
                 t.stop()
+    rows += q3_asyncio_rows(cfg, report, tools)
     report.table("3. Profiler CPU and RSS against number of targets and rate",
                  f"Each target: a Python process with 10 threads (1 busy, 9 blocked in "
                  f"recv/queue.get/select). The busy thread runs 20% of each 10 ms, capped so that all "
@@ -733,6 +735,27 @@ def q3(cfg, report, tools):
                  ["Targets", "Rate", "Profiler", "CPU % of one core (steady)", "Set-up s", "Peak RSS MB (sum)",
                   "Profiler processes", "Thread-samples (ours, whole run)"],
                  rows)
+
+
+def q3_asyncio_rows(cfg, report, tools):
+    """One asyncio target (50 tasks on one loop, always busy) at 100 Hz:
+    the asyncio row of question 3 (issue 18)."""
+    rows = []
+    with started(report, "Q3 start asyncio", "aiosplit", 50) as target:
+        if target is None:
+            return rows
+        for tool in [t for t in ("ours", "pyspy", "austin") if t in tools]:
+            out = safe(report, f"Q3 asyncio {TOOLS[tool]}", steady_profilers, tool, [target.pid], 100,
+                       cfg.q3_secs, cfg.build)
+            if out is None:
+                rows.append(["1 asyncio (50 tasks)", "100 Hz", TOOLS[tool], "error", "error", "error", "–", "–"])
+                continue
+            cpu, setup_s, rss_mb, n_procs, samples = out
+            report.values[("q3", "asyncio", tool)] = [cpu]
+            rows.append(["1 asyncio (50 tasks)", "100 Hz", TOOLS[tool], f"{cpu:.1f}", f"{setup_s:.1f}",
+                         f"{rss_mb:.1f}", n_procs, samples])
+            print(f"Q3 asyncio {tool} cpu%={cpu:.1f}", flush=True)
+    return rows
 
 
 def q4(cfg, report, tools):
@@ -826,11 +849,27 @@ def shares(path):
 
 def q5(cfg, report, tools):
     rows = []
+    for kind, arg, label in (("split", 8, "workload 3"), ("aiosplit", 50, "asyncio, 50 tasks")):
+        rows += q5_rows(cfg, report, tools, kind, arg, label)
+    report.table("5. Accuracy on workload 3 (8 busy threads, f1/f2/f3 = 50/30/20 by design) and on its asyncio "
+                 "variant (50 tasks on one event loop, issue 18)",
+                 f"{cfg.q5_secs} s at 100 Hz per run. Share = samples whose stack contains f1/f2/f3 ÷ samples "
+                 "in any of them (inclusive; ours weighted by its default sample type, CPU ns; Austin's counts "
+                 "are its µs weights). Error = absolute "
+                 "difference in percentage points from the split the target measured itself over the "
+                 "same window (per-thread CPU time, `time.thread_time_ns`, around each call), which is "
+                 "within a point of the nominal 50/30/20.",
+                 ["Workload", "Profiler", "f1 % (abs err pts)", "f2 % (abs err pts)", "f3 % (abs err pts)",
+                  "Truth f1/f2/f3 %", "Samples (median)", "Runs"], rows)
+
+
+def q5_rows(cfg, report, tools, kind, arg, label):
+    rows = []
     ext = {"ours": ".txt", "pyspy": ".raw", "pyspy-nb": ".raw", "austin": ".austin"}
     results = {t: [] for t in tools}
-    with started(report, "Q5 start", "split", 8) as target:
+    with started(report, f"Q5 start {label}", kind, arg) as target:
         if target is None:
-            return
+            return rows
         time.sleep(1)
         for _ in range(cfg.q5_runs):
             for tool in tools:
@@ -850,7 +889,7 @@ def q5(cfg, report, tools):
     for tool in tools:
         runs = results[tool]
         if not runs:
-            rows.append([TOOLS[tool], "error", "", "", "", "", 0])
+            rows.append([label, TOOLS[tool], "error", "", "", "", "", 0])
             continue
         cells = []
         errs_all = []
@@ -860,17 +899,11 @@ def q5(cfg, report, tools):
             errs_all += err
             cells.append(f"{fmt(got, 1)} (err {fmt(err, 1)})")
         truth = "/".join(f"{statistics.median(r[1][fn] for r in runs):.1f}" for fn in FUNCS)
-        report.values[("q5", tool)] = errs_all
-        rows.append([TOOLS[tool]] + cells + [truth, int(statistics.median(r[2] for r in runs)), len(runs)])
-        print(f"Q5 {tool} {cells} truth {truth}", flush=True)
-    report.table("5. Accuracy on workload 3 (8 busy threads, f1/f2/f3 = 50/30/20 by design)",
-                 f"{cfg.q5_secs} s at 100 Hz per run. Share = samples whose stack contains f1/f2/f3 ÷ samples "
-                 "in any of them (inclusive; Austin's counts are its µs weights). Error = absolute "
-                 "difference in percentage points from the split the target measured itself over the "
-                 "same window (per-thread CPU time, `time.thread_time_ns`, around each call), which is "
-                 "within a point of the nominal 50/30/20.",
-                 ["Profiler", "f1 % (abs err pts)", "f2 % (abs err pts)", "f3 % (abs err pts)",
-                  "Truth f1/f2/f3 %", "Samples (median)", "Runs"], rows)
+        report.values[("q5", tool) if kind == "split" else ("q5", kind, tool)] = errs_all
+        rows.append([label, TOOLS[tool]] + cells + [truth, int(statistics.median(r[2] for r in runs)),
+                                                    len(runs)])
+        print(f"Q5 {label} {tool} {cells} truth {truth}", flush=True)
+    return rows
 
 
 def q6(cfg, report, tools):

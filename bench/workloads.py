@@ -28,7 +28,12 @@ Modes:
                    lateness; no busy thread, so the GIL adds no lateness
   idle10 [PCT]     light load: 1 thread busy PCT% (default 20) of each 10 ms
                    + 9 blocked
+  aiosplit [N]     asyncio: one event loop running N (default 50) tasks;
+                   each calls f1, f2, f3 (as split does, same slots) and
+                   yields to the loop after each call, so tasks switch
+                   about every 0.1 ms (issue 18's asyncio workload)
 """
+import asyncio
 import ctypes
 import mmap
 import os
@@ -150,6 +155,28 @@ def split_publisher():
         put(0, sum(t[3] for t in totals))
 
 
+async def aio_split_task(totals):
+    clock = time.thread_time_ns
+    while True:
+        for slot, fn in ((0, f1), (1, f2), (2, f3)):
+            t0 = clock()
+            fn()
+            totals[slot] += clock() - t0
+            await asyncio.sleep(0)
+        totals[3] += 1
+
+
+async def aio_split_main(n):
+    totals = [0, 0, 0, 0]  # one event loop thread: no lock needed
+    tasks = [asyncio.create_task(aio_split_task(totals), name=f"split-{i}") for i in range(n)]
+    while True:
+        await asyncio.sleep(0.01)
+        for slot in range(3):
+            put(slot + 1, totals[slot])
+        put(0, totals[3])
+    return tasks
+
+
 def descend(level):
     if level <= 1:
         return busy()
@@ -211,6 +238,8 @@ def main():
         start(busy)
     elif MODE == "epoll":
         start(epoll_loop)
+    elif MODE == "aiosplit":
+        start(lambda: asyncio.run(aio_split_main(ARG or 50)))
     elif MODE == "idle10":
         keep = blockers(9)
         start(idle_busy, ARG if ARG is not None else 20)
