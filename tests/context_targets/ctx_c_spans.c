@@ -63,44 +63,36 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-__attribute__((noinline)) static void in_span_work(void)
+/* Spins for `ms`, checking the clock every `inner` iterations.  Inlined
+ * into each named function below, whose name the tests look for. */
+static inline __attribute__((always_inline)) void spin_ms(uint64_t ms, int inner)
 {
-        uint64_t end = now_ms() + 50;
+        uint64_t end = now_ms() + ms;
         volatile uint64_t x = 0;
 
         while (now_ms() < end)
-                for (int i = 0; i < 10000; i++)
+                for (int i = 0; i < inner; i++)
                         x += (uint64_t)i;
+}
+
+__attribute__((noinline)) static void in_span_work(void)
+{
+        spin_ms(50, 10000);
 }
 
 __attribute__((noinline)) static void out_span_work(void)
 {
-        uint64_t end = now_ms() + 50;
-        volatile uint64_t x = 0;
-
-        while (now_ms() < end)
-                for (int i = 0; i < 10000; i++)
-                        x += (uint64_t)i;
+        spin_ms(50, 10000);
 }
 
 __attribute__((noinline)) static void request_first_10ms(void)
 {
-        uint64_t end = now_ms() + 10;
-        volatile uint64_t x = 0;
-
-        while (now_ms() < end)
-                for (int i = 0; i < 1000; i++)
-                        x += (uint64_t)i;
+        spin_ms(10, 1000);
 }
 
 __attribute__((noinline)) static void request_rest(void)
 {
-        uint64_t end = now_ms() + 15;
-        volatile uint64_t x = 0;
-
-        while (now_ms() < end)
-                for (int i = 0; i < 1000; i++)
-                        x += (uint64_t)i;
+        spin_ms(15, 1000);
 }
 
 static FILE *requests;
