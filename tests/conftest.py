@@ -610,13 +610,26 @@ def python_source_lines(path):
 ASAN_SKIPPED_PYTHONS = {"3.13-trixie", "3.14-forky"}
 
 
+# SPLUNK_PROFD_FT_TESTS=none runs every test but those of the free-threaded
+# builds, =only just those: scripts/test.sh runs the first while a fresh
+# machine still compiles the builds, the second once they are there.
+FT_TESTS = os.environ.get("SPLUNK_PROFD_FT_TESTS", "all")
+
+
+def leaves_out(params):
+    """Whether this run leaves out a test with these parameters."""
+    values = {str(v) for v in params.values()}
+    if is_asan_build(PROFD) and ASAN_SKIPPED_PYTHONS & values:
+        return True
+    free_threaded = bool(set(PYTHON_FT_NAMES) & values)
+    return (FT_TESTS == "none" and free_threaded) or (FT_TESTS == "only" and not free_threaded)
+
+
 def pytest_collection_modifyitems(config, items):
-    if not is_asan_build(PROFD):
-        return
     kept, left_out = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        (left_out if ASAN_SKIPPED_PYTHONS & {str(v) for v in params.values()} else kept).append(item)
+        (left_out if leaves_out(params) else kept).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
