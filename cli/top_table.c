@@ -167,7 +167,10 @@ void top_table__on_sample(void *arg, const struct sample_event *event)
 {
         struct top_table *table = arg;
         const struct sample_record *record = event->record;
-        bool blocked = strcmp(record->thread_state, "running") != 0; /* idle: not on a CPU */
+        /* Idle: not on a CPU.  A runnable sample that carries CPU was on one
+         * at the tick (engine/sampler.c, takes_cpu): on a VM whose interrupts
+         * take 60-140 us, that is most samples of a busy thread. */
+        bool blocked = strcmp(record->thread_state, "running") != 0 && record->cpu_ns <= 0;
         struct count_walk walk = {
             .table = table,
             .key = {.table = table, .tid = record->tid, .blocked = blocked},
