@@ -54,7 +54,7 @@ WARM_UP_PROCESSES = 400  # started, the children that exit at once included
 # by a MiB or more now and then as the shared caches fill (libdw parsing
 # the line table of a compilation unit first touched: libc has one per
 # function).  A leak of one descriptor per 150 processes (0.05 fd/s) or of
-# 4 KiB per process started fails: a daemon leaking 8 KiB per profiled
+# 8 KiB per process started fails: a daemon leaking 8 KiB per profiled
 # target measured 10.7 KiB per process started.  Where the memory went is
 # in the health line (heap_kib, symbol_lines): heaptrack, comparing a
 # 696-process churn with a 129-process one, found no per-process state
@@ -63,12 +63,13 @@ WARM_UP_PROCESSES = 400  # started, the children that exit at once included
 # shared by build-id: libdw's line tables and abbreviations of newly
 # touched compilation units, and about one line-cache entry per process
 # started.  This churn measured 0.4-1.9 KiB per process started after warm-up
-# on a loaded host; a longer soak (SPLUNK_PROFD_SOAK_SECONDS) resolves
+# on a loaded host, and 5.9 once on a quiet one (4 quiet points only: the
+# shared caches step by 1-2 MiB at random), so 4 KiB failed a good run; a longer soak (SPLUNK_PROFD_SOAK_SECONDS) resolves
 # smaller leaks.  RssAnon is bounded, not VmRSS: the file-backed part is
 # the mapped ELF files the symbolizer reads, a cache bounded by their size
 # (VmRSS and its slope are printed).
 MAX_FD_SLOPE = 0.05  # descriptors per second
-MAX_ANON_KIB_PER_PROCESS = 4.0
+MAX_ANON_KIB_PER_PROCESS = 8.0
 
 
 pytestmark = [
