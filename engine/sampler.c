@@ -605,6 +605,15 @@ static enum sample_state classify(const struct tthread *thread, bool stopped)
                    : SAMPLE_RUNNING;
 }
 
+/* From the interrupt to its stop being reported: the thread reaching its
+ * stop, mostly its own wait for a CPU. */
+static uint64_t interrupt_to_stop_ns(const struct tthread *thread)
+{
+        return thread->stop_seen_ns > thread->interrupt_ns
+                   ? thread->stop_seen_ns - thread->interrupt_ns
+                   : 0;
+}
+
 /* Whether a runnable thread was still on a CPU at the tick, taken off it
  * only since (by the tracer's own wake-up, which the kernel defers to the
  * end of a system call, or by chance): its run-queue wait that ended at
@@ -617,9 +626,7 @@ static enum sample_state classify(const struct tthread *thread, bool stopped)
 static bool displaced_since_tick(const struct tthread *thread, uint64_t tick_ns)
 {
         uint64_t growth = thread->sched_resumed.run_delay_ns - thread->sched_before.run_delay_ns;
-        uint64_t reach = thread->stop_seen_ns > thread->interrupt_ns
-                             ? thread->stop_seen_ns - thread->interrupt_ns
-                             : 0;
+        uint64_t reach = interrupt_to_stop_ns(thread);
         uint64_t before_interrupt = growth > reach ? growth - reach : 0;
         uint64_t since_tick = thread->interrupt_ns > tick_ns ? thread->interrupt_ns - tick_ns : 0;
 
@@ -692,9 +699,7 @@ static void sample_values(struct registry *registry, struct tthread *thread,
  * wait) and held by us (report to resume). */
 static void add_pause(struct run_stats *stats, const struct tthread *thread)
 {
-        uint64_t waited = thread->stop_seen_ns > thread->interrupt_ns
-                              ? thread->stop_seen_ns - thread->interrupt_ns
-                              : 0;
+        uint64_t waited = interrupt_to_stop_ns(thread);
 
         run_stats__add_pause(stats, thread->last_pause_ns,
                              thread->last_pause_ns > waited ? thread->last_pause_ns - waited : 0,
