@@ -12,7 +12,6 @@ its thread is stopped, so an odd sequence means "torn, ignore".
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
@@ -61,6 +60,8 @@ class Segment:
         self.owners: List[int] = [0] * slots  # tid per slot, 0: free
         self.starts: List[int] = [0] * slots
         self.claims = 0
+        import mmap  # here: an interpreter built without it can still publish OTEP records
+
         size = HEADER_SIZE + slots * SLOT_SIZE
         fd = os.memfd_create(MEMFD_NAME, os.MFD_CLOEXEC)
         try:
