@@ -43,7 +43,9 @@ from typing import Any, Callable, Mapping, Optional
 from ._process_context import ProcessContext, resource_attributes
 from ._segment import DEFAULT_SLOTS, FLAG_INTERNAL, Segment, SlotWriter
 from . import _thread_record
-from ._thread_record import Native, ThreadRecord
+from ._thread_record import RECORD, Native, ThreadRecord
+
+_pack_span = RECORD.pack
 
 __all__ = ["install", "uninstall", "installed", "mark_current_thread_internal", "segment",
            "publish_process_context", "thread_records_published"]
@@ -84,19 +86,27 @@ class _ThreadWriter:
     Lives in _state.local, so it goes with the thread (or with a new
     install, uninstall or fork, which replace _state.local)."""
 
-    __slots__ = ("record", "slot", "trace_id", "span_id", "__weakref__")
+    __slots__ = ("record", "slot", "trace_id", "span_id", "trace_bytes", "__weakref__")
 
     def __init__(self, record: Optional[ThreadRecord], slot: Optional[_ThreadSlot]) -> None:
         self.record, self.slot = record, slot
         self.trace_id = self.span_id = 0
+        self.trace_bytes = bytes(16)
 
     def write(self, trace_id: int, span_id: int, trace_flags: int) -> None:
+        """Hot path: packs the span once, for both the record and the slot."""
+        if trace_id != self.trace_id:
+            self.trace_bytes = trace_id.to_bytes(16, "big")
+        data = _pack_span(self.trace_bytes, span_id, 1 if span_id else 0, trace_flags)
         record = self.record
         if record is not None:
-            record.write(trace_id, span_id, trace_flags)
+            if span_id:
+                record.publish(data)
+            else:
+                record.clear()
         slot = self.slot
         if slot is not None:
-            slot.write(trace_id, span_id, trace_flags)
+            slot.write_packed(data)
         self.trace_id, self.span_id = trace_id, span_id
 
 

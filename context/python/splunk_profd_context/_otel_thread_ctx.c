@@ -9,9 +9,12 @@
  * OTEP names) where the compiler has it.
  *
  * The writes themselves are done from Python, through memoryviews over the
- * two addresses splunk_profd_otel_thread_addresses() returns (a ctypes call
- * costs more than the whole write): the thread's own pointer and record.
- * Each thread calls it once, on its first span. */
+ * addresses splunk_profd_otel_thread_addresses() returns (a ctypes call
+ * costs more than the whole write): the thread's own pointer and its two
+ * records.  Two, so that a new span is written into the one the pointer
+ * does not name and published with one pointer store (one store less
+ * than clearing the pointer first, per attach and detach).  Each thread
+ * calls it once, on its first span. */
 #include <stdint.h>
 
 /* OTEP 4947 Thread-Local Context Record without attribute data: trace_id
@@ -27,12 +30,13 @@ struct otel_thread_record {
 _Static_assert(sizeof(struct otel_thread_record) == 32, "28-byte record, 8-aligned");
 
 __attribute__((visibility("default"))) __thread struct otel_thread_record *otel_thread_ctx_v1;
-static __thread struct otel_thread_record record;
+static __thread struct otel_thread_record records[2];
 
-/* The calling thread's &otel_thread_ctx_v1 (out[0]) and its record
- * (out[1]); both live as long as the thread. */
-__attribute__((visibility("default"))) void splunk_profd_otel_thread_addresses(uintptr_t out[2])
+/* The calling thread's &otel_thread_ctx_v1 (out[0]) and its two records
+ * (out[1], out[2]); all live as long as the thread. */
+__attribute__((visibility("default"))) void splunk_profd_otel_thread_addresses(uintptr_t out[3])
 {
         out[0] = (uintptr_t)&otel_thread_ctx_v1;
-        out[1] = (uintptr_t)&record;
+        out[1] = (uintptr_t)&records[0];
+        out[2] = (uintptr_t)&records[1];
 }

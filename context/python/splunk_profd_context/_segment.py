@@ -188,5 +188,14 @@ class SlotWriter:
         self.seq = seq = (seq + 1) & 0xFF
         mem[offset] = seq
 
+    def write_packed(self, data: bytes) -> None:
+        """Publishes bytes 16..42 of the slot (trace_id .. trace_flags),
+        packed by the caller (who also writes them to an OTEP record)."""
+        mem, offset = self.mem, self.offset
+        mem[offset] = self.seq + 1  # odd: write in progress
+        mem[offset + 16 : offset + 42] = data
+        self.seq = seq = (self.seq + 2) & 0xFF
+        mem[offset] = seq
+
 
 _pack_record = _RECORD.pack_into

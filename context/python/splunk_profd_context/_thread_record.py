@@ -4,15 +4,18 @@ The ELF TLS symbol otel_thread_ctx_v1 comes from a tiny shared object built
 with the package (_otel_thread_ctx.c, compiled at pip-install time; not a
 Python extension, so one build serves every interpreter).  ctypes loads it
 and asks it, once per thread, for the addresses of that thread's
-otel_thread_ctx_v1 and of its record; after that every write is a plain
-memoryview store, as cheap as the segment's (a ctypes call per attach
-would cost ~3 times the whole write).
+otel_thread_ctx_v1 and of its two records; after that every write is a
+plain memoryview store, as cheap as the segment's (a ctypes call per
+attach would cost ~3 times the whole write).
 
-Write order (the OTEP's): the pointer is cleared, the record written
-(ids, valid = 1, trace_flags; attrs_data_size stays 0: no attributes), then
-the pointer set to the record.  Detach to no span clears the pointer only.
-Each store is a separate memoryview operation, done in program order by
-the interpreter; readers read a thread's record only while it is stopped.
+Write order (the OTEP's: a record is complete before a pointer names it):
+a new span is written (ids, valid = 1, trace_flags; attrs_data_size stays
+0: no attributes) into the record the pointer does not name, then the
+pointer is set to it; no reader can see a record while it is written, and
+the pointer goes from one complete record to the other in one store.
+Detach to no span clears the pointer only.  Each store is a separate
+memoryview operation, done in program order by the interpreter; readers
+read a thread's record only while it is stopped.
 
 Without a compiler at install time the object is missing: the package
 then stays pure Python (our own segment only) and says so once.
@@ -30,9 +33,11 @@ from typing import Optional
 SCHEMA_VERSION = "tlsdesc_v1_dev"  # as context/c/process_context_writer.h and dd-trace-py
 LIBRARY = "_otel_thread_ctx"
 RECORD_SIZE = 28  # without attribute data
+DATA_SIZE = 26  # trace_id .. trace_flags: what a write changes (RECORD below)
 
-_RECORD = struct.Struct(">16sQBB")  # trace_id, span_id (canonical byte order), valid, trace_flags
-_pack_record = _RECORD.pack_into
+# trace_id, span_id (canonical byte order), valid, trace_flags: bytes 0..26
+# of an OTEP 4947 record, and bytes 16..42 of one of our segment's slots.
+RECORD = struct.Struct(">16sQBB")
 
 
 class Native:
@@ -47,34 +52,32 @@ class Native:
 
     def thread_record(self) -> "ThreadRecord":
         """The calling thread's record writer (use it on this thread only)."""
-        out = (ctypes.c_size_t * 2)()
+        out = (ctypes.c_size_t * 3)()
         self.addresses(out)
-        return ThreadRecord(out[0], out[1])
+        return ThreadRecord(out[0], out[1], out[2])
+
+
+def _view(address: int, size: int) -> memoryview:
+    return memoryview((ctypes.c_char * size).from_address(address)).cast("B")
 
 
 class ThreadRecord:
-    """One thread's otel_thread_ctx_v1 and record."""
+    """One thread's otel_thread_ctx_v1 and its two records."""
 
-    __slots__ = ("pointer", "record", "address", "trace_id", "trace_bytes", "__weakref__")
+    __slots__ = ("pointer", "records", "addresses", "spare", "__weakref__")
 
-    def __init__(self, pointer_address: int, record_address: int) -> None:
-        self.pointer = memoryview((ctypes.c_char * 8).from_address(pointer_address)).cast("B").cast("Q")
-        self.record = memoryview((ctypes.c_char * RECORD_SIZE).from_address(record_address)).cast("B")
-        self.address = record_address
-        self.trace_id = 0
-        self.trace_bytes = bytes(16)
+    def __init__(self, pointer_address: int, record_a: int, record_b: int) -> None:
+        self.pointer = _view(pointer_address, 8).cast("Q")
+        self.records = (_view(record_a, RECORD_SIZE), _view(record_b, RECORD_SIZE))
+        self.addresses = (record_a, record_b)
+        self.spare = 0  # the record the pointer does not name
 
-    def write(self, trace_id: int, span_id: int, trace_flags: int) -> None:
-        """Publishes a span (span_id == 0: none, the pointer is cleared)."""
-        pointer = self.pointer
-        pointer[0] = 0
-        if not span_id:
-            return
-        if trace_id != self.trace_id:
-            self.trace_bytes = trace_id.to_bytes(16, "big")
-            self.trace_id = trace_id
-        _pack_record(self.record, 0, self.trace_bytes, span_id, 1, trace_flags)
-        pointer[0] = self.address
+    def publish(self, data: bytes) -> None:
+        """Publishes a span: data is RECORD packed, valid = 1."""
+        spare = self.spare
+        self.records[spare][:DATA_SIZE] = data
+        self.pointer[0] = self.addresses[spare]
+        self.spare = spare ^ 1
 
     def clear(self) -> None:
         self.pointer[0] = 0
