@@ -353,11 +353,6 @@ def uninstall() -> None:
     segment."""
     if _state.original is None:
         return
-    with _state.writers_lock:
-        writers = list(_state.writers)
-    for writer in writers:  # threads that are gone took their writers with them
-        if writer.record is not None:
-            writer.record.clear()
     for name in ("attach", "detach"):
         try:
             delattr(_state.runtime, name)
@@ -365,6 +360,13 @@ def uninstall() -> None:
             pass
     threading.Thread.run = _state.original_run  # type: ignore[method-assign]
     _state.original = None
+    # After the wrappers are gone, so that no thread publishes again (bar
+    # one that was inside a wrapper just now).
+    with _state.writers_lock:
+        writers = list(_state.writers)
+    for writer in writers:  # threads that are gone took their writers with them
+        if writer.record is not None:
+            writer.record.clear()
     seg, _state.segment = _state.segment, None
     if seg is not None:
         seg.close()
