@@ -113,7 +113,6 @@ class _ThreadWriter:
 class _State:
     def __init__(self) -> None:
         self.segment: Optional[Segment] = None
-        self.use_segment = True
         self.native: Optional[Native] = None
         self.native_loaded = False  # load() tried (it warns once when there is none)
         self.writers: "weakref.WeakSet[_ThreadWriter]" = weakref.WeakSet()  # to clear at uninstall
