@@ -8,7 +8,8 @@ only come from the OTEP 4947 record (and the key map / schema from the
 OTEP 4719 process context): an app of the real opentelemetry-sdk with two
 threads in nested spans on every cached interpreter, a span that crosses
 fork, and the record read back in-process through dlsym (cleared on
-detach and by uninstall)."""
+detach and by uninstall).  Last, the fallback: installed without a C
+compiler, the package stays pure Python (segment only) with one warning."""
 
 import json
 import re
@@ -111,3 +112,29 @@ def test_records_read_back_in_process(name, pythons, otel_packages):
         shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
     assert "RuntimeWarning" not in done.stderr, done.stderr
+
+
+def test_without_a_compiler_the_package_stays_pure_python(tmp_path):
+    """pip install with no working C compiler succeeds (the native part is
+    optional); install() then warns once, publishes our segment and no
+    thread records."""
+    target, source = tmp_path / "nocc", tmp_path / "source"
+    # A copy: the tree's build/ may hold a .so from an earlier install.
+    shutil.copytree(APPS.parent.parent / "context" / "python", source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "*.so"))
+    env = {**PYTHON_ENV, "CC": "/bin/false", "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--target", str(target),
+         str(source)],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert not list(target.glob("splunk_profd_context/*.so"))
+    script = ("import warnings, splunk_profd_context as s\n"
+              "with warnings.catch_warnings(record=True) as w:\n"
+              "    warnings.simplefilter('always')\n"
+              "    s.install(); s.uninstall(); s.install()\n"
+              "print(len([x for x in w if 'OTEP 4947' in str(x.message)]), s.thread_records_published(),\n"
+              "      s.segment() is not None)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**PYTHON_ENV, "PYTHONPATH": str(target)})
+    assert run.stdout.split() == ["1", "False", "True"], run.stdout + run.stderr
