@@ -31,14 +31,14 @@ NO_SEGMENT = {"SPLUNK_PROFD_CONTEXT_SEGMENT": "0"}
 APP_FILES = [APPS / "otel_common.py", APPS / "py_spans.py", APPS / "py_otep_fork.py", APPS / "py_otep_records.py"]
 
 
-def start(interpreter, packages, script, *args):
+def start(interpreter, packages, script, *args, env=None):
     """Starts script (with the package, the SDK and the apps where the
     interpreter sees them); returns (target, its JSON report, the shared
     directory's path as the target sees it)."""
     seen = share(interpreter, packages)
     for f in APP_FILES:
         shutil.copy(f, interpreter.host_path(seen))
-    env = {**PYTHON_ENV, "PYTHONPATH": str(seen), **NO_SEGMENT}
+    env = {**PYTHON_ENV, "PYTHONPATH": str(seen), **NO_SEGMENT, **(env or {})}
     target = Target(interpreter.argv(seen / script, *args), env=env, cwd="/")
     report = json.loads(target.readline(timeout=60))
     target.wait_ready(timeout=30)
@@ -65,6 +65,23 @@ def test_sdk_spans_labelled_through_the_otep_record_alone(name, pythons, profd, 
     try:
         result, prof = profd.profile([target.pid], duration=2.5, interval=10, extra=("-vv",))
         check_standards_only(target.pid, result.stderr)
+        check_two_threads(prof.samples, report)
+    finally:
+        target.kill()
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)
+
+
+def test_records_in_dynamic_tls_label_samples(pythons, profd, otel_packages):
+    """glibc puts a dlopen'ed module's TLS in its static surplus when there
+    is room (so in the test above); a big app may have used it up.
+    optional_static_tls=0 leaves none: the reader then walks the DTV."""
+    interpreter = pythons["3.11-host"]
+    tunables = {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=0"}
+    target, report, seen = start(interpreter, otel_packages, "py_spans.py", env=tunables)
+    try:
+        result, prof = profd.profile([target.pid], duration=2.5, interval=10, extra=("-vv",))
+        check_standards_only(target.pid, result.stderr)
+        assert re.search(r"otel_thread_ctx_v1: TLS module \d+, dynamic offset", result.stderr), result.stderr
         check_two_threads(prof.samples, report)
     finally:
         target.kill()
