@@ -238,7 +238,7 @@ def span_phase(sample, request):
     return "rest" if begin + 10 <= t <= end - 1 else None
 
 
-@pytest.mark.parametrize("writer", ["python", "c"])
+@pytest.mark.parametrize("writer", ["python", "python-otep", "c"])
 def test_new_threads_are_labelled_from_their_first_sample(profd, start_target, writer_path, tmp_path, writer):
     """Thread-per-request: every request is a new thread that opens its span
     at once and spins 10 + 15 ms in it (py_new_threads.py through our Python
@@ -246,19 +246,24 @@ def test_new_threads_are_labelled_from_their_first_sample(profd, start_target, w
     the C library).  At a 5 ms interval >= 99% of the samples its thread
     took inside the span (by time: the app reports when the span began and
     ended) carry the span's ids, and so do >= 99% of those in the span's
-    first 10 ms.  Python threads have only our segment: once only 7-27% of
-    their first 10 ms were labelled (the tid -> slot index was rebuilt at
-    most every 20 ms).  C threads are labelled by their OTEP 4947 record,
-    which needs no index (this passed before too).  A host too loaded to
+    first 10 ms.  Through our segment alone, Python threads once had only
+    7-27% of their first 10 ms labelled (the tid -> slot index was rebuilt
+    at most every 20 ms; the home-slot probe fixed it).  "python-otep"
+    leaves the segment out (SPLUNK_PROFD_CONTEXT_SEGMENT=0): the package's
+    OTEP 4947 record alone labels them, as C threads are labelled by
+    theirs, which needs no index.  A host too loaded to
     give 20 first-10-ms samples in 3 s gets more rounds."""
     import json
 
     report_file = tmp_path / "requests.jsonl"
-    if writer == "python":
-        argv, env = [sys.executable, APPS / "py_new_threads.py", report_file], app_env(writer_path)
+    if writer.startswith("python"):
+        extra = {"SPLUNK_PROFD_CONTEXT_SEGMENT": "0"} if writer == "python-otep" else {}
+        argv, env = [sys.executable, APPS / "py_new_threads.py", report_file], app_env(writer_path, **extra)
     else:
         argv, env = [CTX_TARGETS / "ctx_c_spans"], {**os.environ, "CTX_REQUESTS": str(report_file)}
     target = start_target(argv, env=env)
+    if writer == "python-otep":
+        assert "splunk-profd-ctx" not in Path(f"/proc/{target.pid}/maps").read_text(), "the segment must be left out"
     samples = []
     for _ in range(4):
         _, prof = profd.profile([target.pid], duration=3, interval=5)

@@ -6,7 +6,8 @@ executable, or in a dlopen'ed library built global-dynamic and TLSDESC),
 ddtrace from PyPI (its Rust extension publishes both standards), and our
 own: the C library (both standards, in libsplunk-profd-context.so, and a
 build without our segment, the variable in the executable) and the Python
-package (the process context only)."""
+package (the process context here; its thread records in
+tests/test_python_otep.py)."""
 
 import json
 import os

@@ -3,20 +3,29 @@
 install() wraps the attach/detach of opentelemetry-api's runtime context
 (the functions behind opentelemetry.context.attach/detach, so callers that
 imported those names early are covered too).  After attach, the calling
-thread's slot in the segment (see _segment.py) holds the span of the
-attached context; after detach, the span of the restored context, or none.
+thread's OTEP 4947 record (otel_thread_ctx_v1, _thread_record.py) and its
+slot in our own segment (see _segment.py) hold the span of the attached
+context; after detach, the span of the restored context, or none.
+
+Both are written: the OTEP record is what any standard reader (and
+splunk-profd first) reads; the segment carries what the standard has no
+field for (the internal-thread flag) and serves older splunk-profd
+versions.  install(segment=False), or SPLUNK_PROFD_CONTEXT_SEGMENT=0 in the
+environment, leaves the segment out.  Without the native part (installed
+without a C compiler) only the segment is written.
 
 Fork: os.register_at_fork gives the child a fresh segment (its header
 names the child as owner) and drops the inherited mapping; the forking
-thread's current span is re-published there.
+thread's current span is re-published there and in its OTEP record (which
+the child inherited with the thread's TLS).
 
 Process context: install() also publishes the OpenTelemetry process
 context (OTEP 4719, _process_context.py) with the SDK's resource, so
 service.name and the rest reach any standard reader (splunk-profd puts
 them in its export resource); publish_process_context() re-publishes it
-after the application configured its own resource.  The per-thread OTEP
-4947 record is not published: it needs an ELF TLS symbol, which pure
-Python cannot define.
+after the application configured its own resource.  With thread records,
+its attributes carry threadlocal.schema_version and an empty
+threadlocal.attribute_key_map, as the C library's.
 
 Internal threads: the SDK's worker threads (batch span/log processors, the
 periodic metric reader) are marked, both those already running at
@@ -28,13 +37,18 @@ from __future__ import annotations
 import contextvars
 import os
 import threading
+import weakref
 from typing import Any, Callable, Mapping, Optional
 
 from ._process_context import ProcessContext, resource_attributes
 from ._segment import DEFAULT_SLOTS, FLAG_INTERNAL, Segment, SlotWriter
+from . import _thread_record
+from ._thread_record import RECORD, Native, ThreadRecord
+
+_pack_span = RECORD.pack
 
 __all__ = ["install", "uninstall", "installed", "mark_current_thread_internal", "segment",
-           "publish_process_context"]
+           "publish_process_context", "thread_records_published"]
 
 _INTERNAL_NAME_PREFIXES = ("OtelBatch", "OtelPeriodicExportingMetricReader", "OtelBatchSpanProcessor")
 _INTERNAL_MODULE_PREFIXES = ("opentelemetry.sdk", "opentelemetry.exporter")
@@ -67,9 +81,42 @@ class _ThreadSlot(SlotWriter):
             pass
 
 
+class _ThreadWriter:
+    """The calling thread's publications: its OTEP record and/or its slot.
+    Lives in _state.local, so it goes with the thread (or with a new
+    install, uninstall or fork, which replace _state.local)."""
+
+    __slots__ = ("record", "slot", "trace_id", "span_id", "trace_bytes", "__weakref__")
+
+    def __init__(self, record: Optional[ThreadRecord], slot: Optional[_ThreadSlot]) -> None:
+        self.record, self.slot = record, slot
+        self.trace_id = self.span_id = 0
+        self.trace_bytes = bytes(16)
+
+    def write(self, trace_id: int, span_id: int, trace_flags: int) -> None:
+        """Hot path: packs the span once, for both the record and the slot."""
+        if trace_id != self.trace_id:
+            self.trace_bytes = trace_id.to_bytes(16, "big")
+        data = _pack_span(self.trace_bytes, span_id, 1 if span_id else 0, trace_flags)
+        record = self.record
+        if record is not None:
+            if span_id:
+                record.publish(data)
+            else:
+                record.clear()
+        slot = self.slot
+        if slot is not None:
+            slot.write_packed(data)
+        self.trace_id, self.span_id = trace_id, span_id
+
+
 class _State:
     def __init__(self) -> None:
         self.segment: Optional[Segment] = None
+        self.native: Optional[Native] = None
+        self.native_loaded = False  # load() tried (it warns once when there is none)
+        self.writers: "weakref.WeakSet[_ThreadWriter]" = weakref.WeakSet()  # to clear at uninstall
+        self.writers_lock = threading.Lock()
         self.local = threading.local()
         self.runtime: Any = None
         self.original: Optional[tuple] = None
@@ -89,6 +136,12 @@ def segment() -> Optional[Segment]:
     return _state.segment
 
 
+def thread_records_published() -> bool:
+    """Whether OTEP 4947 thread records are published (installed, with the
+    native part)."""
+    return _state.original is not None and _state.native is not None
+
+
 def publish_process_context(resource: Optional[Mapping[str, Any]] = None) -> bool:
     """Publishes the OTEP 4719 process context with `resource` (default:
     the SDK's resource, see _process_context.resource_attributes).  Returns
@@ -96,6 +149,8 @@ def publish_process_context(resource: Optional[Mapping[str, Any]] = None) -> boo
     try:
         if _state.process_context is None:
             _state.process_context = ProcessContext()
+        if _state.original is not None and _state.native is not None:
+            _state.process_context.thread_schema = _thread_record.SCHEMA_VERSION
         _state.resource = dict(resource) if resource is not None else resource_attributes()
         _state.process_context.publish(_state.resource)
         return True
@@ -107,40 +162,49 @@ def installed() -> bool:
     return _state.original is not None
 
 
-def _thread_slot() -> Optional[_ThreadSlot]:
-    slot = getattr(_state.local, "slot", None)
-    if slot is not None and slot.segment is _state.segment:
-        return slot
+def _thread_writer(flags: int = 0) -> Optional[_ThreadWriter]:
+    """The calling thread's writer, made on its first use; None when it
+    has nothing to write to (not installed, or no record and no slot)."""
+    writer = getattr(_state.local, "writer", None)
+    if writer is not None:
+        return writer
+    if _state.original is None:
+        return None
+    slot = None
     seg = _state.segment
-    if seg is None:
+    if seg is not None:
+        tid = threading.get_native_id()
+        index = seg.claim(tid, flags)
+        if index >= 0:
+            slot = _ThreadSlot(seg, index, tid)
+    record = _state.native.thread_record() if _state.native is not None else None
+    if slot is None and record is None:
         return None
-    tid = threading.get_native_id()
-    index = seg.claim(tid)
-    if index < 0:
-        return None
-    slot = _ThreadSlot(seg, index, tid)
-    _state.local.slot = slot
-    return slot
+    writer = _ThreadWriter(record, slot)
+    with _state.writers_lock:
+        _state.writers.add(writer)
+    _state.local.writer = writer
+    return writer
 
 
 def _publish_span(span: Any) -> None:
-    """Hot path (every attach/detach): the calling thread's slot := span."""
+    """Hot path (every attach/detach): the calling thread's record and slot := span."""
     if span is None:
         trace_id = span_id = flags = 0
     else:
         trace_id, span_id, flags = _state.span_ids(span.get_span_context())
         if not (trace_id and span_id):
             trace_id = span_id = 0
-    slot = getattr(_state.local, "slot", None)
-    if slot is None or slot.segment is not _state.segment:
+    writer = getattr(_state.local, "writer", None)
+    if writer is None:
         if not span_id:
             return  # nothing published yet, nothing to clear
-        slot = _thread_slot()
-        if slot is None:
+        writer = _thread_writer()
+        if writer is None:
             return
-    elif slot.span_id == span_id and slot.trace_id == trace_id:
+    elif writer.span_id == span_id and writer.trace_id == trace_id:
         return
-    slot.write(trace_id, span_id, flags)
+    writer.write(trace_id, span_id, flags)
 
 
 def _publish(context: Any) -> None:
@@ -178,10 +242,11 @@ def _wrap_detach(detach: Callable) -> Callable:
 
 
 def mark_current_thread_internal(internal: bool = True) -> None:
-    """Marks the calling thread as telemetry-internal (see module doc)."""
-    slot = _thread_slot()
-    if slot is not None:
-        slot.segment.set_flags(slot.index, FLAG_INTERNAL if internal else 0)
+    """Marks the calling thread as telemetry-internal (see module doc).
+    Only our segment has the flag: without it, this does nothing."""
+    writer = _thread_writer()
+    if writer is not None and writer.slot is not None:
+        writer.slot.segment.set_flags(writer.slot.index, FLAG_INTERNAL if internal else 0)
 
 
 def _is_internal(thread: threading.Thread) -> bool:
@@ -192,11 +257,14 @@ def _is_internal(thread: threading.Thread) -> bool:
 
 def _mark_running_threads() -> None:
     seg = _state.segment
+    if seg is None:
+        return
     for thread in threading.enumerate():
         if thread.native_id and _is_internal(thread):
-            index = seg.claim(thread.native_id, FLAG_INTERNAL)
-            if index >= 0 and thread is threading.current_thread():
-                _state.local.slot = _ThreadSlot(seg, index, thread.native_id)
+            if thread is threading.current_thread():
+                _thread_writer(FLAG_INTERNAL)
+            else:
+                seg.claim(thread.native_id, FLAG_INTERNAL)  # the thread's own writer finds it
 
 
 def _wrap_run(run: Callable) -> Callable:
@@ -211,15 +279,18 @@ def _wrap_run(run: Callable) -> Callable:
 def _after_fork_in_child() -> None:
     if _state.process_context is not None and _state.resource is not None:
         publish_process_context(_state.resource)  # MADV_DONTFORK: the child has none
-    old = _state.segment
-    if old is None:
+    if _state.original is None:
         return
-    _state.segment = Segment(old.slots)
+    old = _state.segment
+    if old is not None:
+        _state.segment = Segment(old.slots)
+        try:
+            old.close()  # unmaps the inherited mapping in the child only
+        except Exception:
+            pass
     _state.local = threading.local()  # the parent's threads are gone
-    try:
-        old.close()  # unmaps the inherited mapping in the child only
-    except Exception:
-        pass
+    _state.writers = weakref.WeakSet()
+    _state.writers_lock = threading.Lock()
     from opentelemetry import context as context_api
 
     current = threading.current_thread()
@@ -238,8 +309,16 @@ def _tuple_layout_ok() -> bool:
         return False
 
 
-def install(slots: int = DEFAULT_SLOTS) -> None:
-    """Creates the segment and starts publishing spans.  Idempotent."""
+def _segment_wanted(segment: Optional[bool]) -> bool:
+    if segment is not None:
+        return segment
+    return os.environ.get("SPLUNK_PROFD_CONTEXT_SEGMENT", "").strip() != "0"
+
+
+def install(slots: int = DEFAULT_SLOTS, segment: Optional[bool] = None) -> None:
+    """Starts publishing spans: OTEP 4947 thread records (when the native
+    part is there) and our own segment (unless segment is False, or, when
+    it is None, SPLUNK_PROFD_CONTEXT_SEGMENT=0).  Idempotent."""
     if _state.original is not None:
         return
     from opentelemetry import context as context_api
@@ -247,7 +326,11 @@ def install(slots: int = DEFAULT_SLOTS) -> None:
 
     _state.span_key = _SPAN_KEY
     _state.span_ids = _span_ids_fast if _tuple_layout_ok() else _span_ids
-    _state.segment = Segment(slots)
+    if not _state.native_loaded:
+        _state.native = _thread_record.load()
+        _state.native_loaded = True
+    _state.local = threading.local()
+    _state.segment = Segment(slots) if _segment_wanted(segment) else None
     runtime = getattr(context_api, "_RUNTIME_CONTEXT", None)
     _state.runtime = runtime
     _state.original = (runtime.attach, runtime.detach)
@@ -265,7 +348,8 @@ def install(slots: int = DEFAULT_SLOTS) -> None:
 
 
 def uninstall() -> None:
-    """Stops publishing and clears the segment (it stays mapped, empty)."""
+    """Stops publishing: clears every thread's OTEP record and unmaps the
+    segment."""
     if _state.original is None:
         return
     for name in ("attach", "detach"):
@@ -275,6 +359,13 @@ def uninstall() -> None:
             pass
     threading.Thread.run = _state.original_run  # type: ignore[method-assign]
     _state.original = None
+    # After the wrappers are gone, so that no thread publishes again (bar
+    # one that was inside a wrapper just now).
+    with _state.writers_lock:
+        writers = list(_state.writers)
+    for writer in writers:  # threads that are gone took their writers with them
+        if writer.record is not None:
+            writer.record.clear()
     seg, _state.segment = _state.segment, None
     if seg is not None:
         seg.close()

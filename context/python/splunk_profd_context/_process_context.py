@@ -14,10 +14,11 @@ whatever the child maps at that address later.  A raw mapping is never
 unmapped (readers may hold its address); a new publication in the same
 process rewrites it with the OTEP's update protocol.
 
-What Python cannot publish: OTEP 4947's per-thread record needs an ELF TLS
-symbol (otel_thread_ctx_v1) in a loaded module, which pure Python has no
-way to define; threads' spans go through splunk-profd's own segment
-(_segment.py) instead, so no threadlocal.* attributes are published here.
+When the package publishes OTEP 4947 thread records (_thread_record.py),
+the context's attributes say how to read them, as the C library's do:
+threadlocal.schema_version and threadlocal.attribute_key_map (empty: our
+records carry no attributes).  Without them (no native part) no
+threadlocal.* attribute is published.
 """
 
 from __future__ import annotations
@@ -72,9 +73,21 @@ def _any_value(value: Any) -> Optional[bytes]:
     return None
 
 
-def encode(resource: Mapping[str, Any], cap: int = MAP_BYTES - HEADER_SIZE) -> bytes:
-    """ProcessContext{resource: Resource{attributes}}; attributes that do
-    not fit in `cap` bytes (or past MAX_ATTRIBUTES) are left out."""
+def _thread_attributes(schema: str) -> bytes:
+    """ProcessContext.attributes (field 2): the schema version and an empty
+    key map (AnyValue.array_value, field 5, an ArrayValue with no values)."""
+    schema_kv = _field(1, b"threadlocal.schema_version") + _field(2, _any_value(schema) or b"")
+    key_map_kv = _field(1, b"threadlocal.attribute_key_map") + _field(2, _field(5, b""))
+    return _field(2, schema_kv) + _field(2, key_map_kv)
+
+
+def encode(resource: Mapping[str, Any], cap: int = MAP_BYTES - HEADER_SIZE,
+           thread_schema: Optional[str] = None) -> bytes:
+    """ProcessContext{resource: Resource{attributes}, attributes: the
+    threadlocal.* pair when thread_schema is given}; resource attributes
+    that do not fit in `cap` bytes (or past MAX_ATTRIBUTES) are left out."""
+    thread = _thread_attributes(thread_schema) if thread_schema else b""
+    cap -= len(thread)
     attributes = b""
     for n, (key, value) in enumerate(resource.items()):
         any_value = _any_value(value)
@@ -84,7 +97,7 @@ def encode(resource: Mapping[str, Any], cap: int = MAP_BYTES - HEADER_SIZE) -> b
         attribute = _field(1, kv)
         if len(_field(1, attributes + attribute)) <= cap:
             attributes += attribute
-    return _field(1, attributes)
+    return _field(1, attributes) + thread
 
 
 def resource_attributes() -> Dict[str, Any]:
@@ -132,10 +145,11 @@ def _boottime_ns() -> int:
 class ProcessContext:
     """This process's published context (one per process)."""
 
-    def __init__(self) -> None:
+    def __init__(self, thread_schema: Optional[str] = None) -> None:
         self.libc = _Libc()
         self.address = 0
         self.pid = 0
+        self.thread_schema = thread_schema  # set when OTEP 4947 records are published
 
     def _map(self) -> int:
         libc = self.libc
@@ -163,7 +177,7 @@ class ProcessContext:
     def publish(self, resource: Mapping[str, Any]) -> None:
         """Publishes `resource` (first call, or in a fork child: a new
         mapping; later: the update protocol on the same one)."""
-        payload = encode(resource)
+        payload = encode(resource, thread_schema=self.thread_schema)
         header = self.address if self.pid == os.getpid() else 0
         published_at = ctypes.c_uint64.from_address(header + 16) if header else None
         if not header:

@@ -12,7 +12,6 @@ its thread is stopped, so an odd sequence means "torn, ignore".
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
@@ -61,6 +60,8 @@ class Segment:
         self.owners: List[int] = [0] * slots  # tid per slot, 0: free
         self.starts: List[int] = [0] * slots
         self.claims = 0
+        import mmap  # here: an interpreter built without it can still publish OTEP records
+
         size = HEADER_SIZE + slots * SLOT_SIZE
         fd = os.memfd_create(MEMFD_NAME, os.MFD_CLOEXEC)
         try:
@@ -156,36 +157,25 @@ class Segment:
     # -- span writes (the slot's own thread only) ------------------------
 
 
-_RECORD = struct.Struct(">16sQBB")  # trace_id, span_id, valid, trace_flags
-
-
 class SlotWriter:
     """Writes spans into one slot; used only by the slot's own thread.
 
     Kept lean, it runs on every attach/detach that changes the span.  Only
     the low byte of `seq` is written: readers look at its parity only."""
 
-    __slots__ = ("segment", "mem", "index", "offset", "seq", "trace_id", "span_id", "trace_bytes")
+    __slots__ = ("segment", "mem", "index", "offset", "seq")
 
     def __init__(self, segment: Segment, index: int) -> None:
         self.segment, self.mem, self.index = segment, segment.mem, index
         self.offset = HEADER_SIZE + index * SLOT_SIZE
         self.seq = segment.mem[self.offset] & 0xFE
-        self.trace_id = self.span_id = 0
-        self.trace_bytes = bytes(16)
 
-    def write(self, trace_id: int, span_id: int, trace_flags: int) -> None:
-        """Publishes a span (span_id == 0: none)."""
+    def write_packed(self, data: bytes) -> None:
+        """Publishes bytes 16..42 of the slot: trace_id, span_id, valid,
+        trace_flags, packed by the caller (_thread_record.RECORD, the
+        layout an OTEP 4947 record shares; span_id 0 and valid 0: none)."""
         mem, offset = self.mem, self.offset
-        seq = self.seq + 1  # odd: write in progress
+        mem[offset] = self.seq + 1  # odd: write in progress
+        mem[offset + 16 : offset + 42] = data
+        self.seq = seq = (self.seq + 2) & 0xFF
         mem[offset] = seq
-        if trace_id != self.trace_id:
-            self.trace_bytes = trace_id.to_bytes(16, "big")
-            self.trace_id = trace_id
-        _pack_record(mem, offset + 16, self.trace_bytes, span_id, 1 if span_id else 0, trace_flags)
-        self.span_id = span_id
-        self.seq = seq = (seq + 1) & 0xFF
-        mem[offset] = seq
-
-
-_pack_record = _RECORD.pack_into
