@@ -1,10 +1,11 @@
 /* py_offsets.h — where CPython keeps what we read, for one minor version.
  *
  * Everything the reader needs about CPython's internal layout is in one
- * flat struct of byte offsets, filled either from a built-in table
- * (3.9–3.12) or from the _Py_DebugOffsets CPython embeds at the start of
- * _PyRuntime (3.13–3.15).  The rest of python/ never tests a version number
- * except through the few behaviour flags below. */
+ * flat struct of byte offsets and behaviour flags, filled from the
+ * minor's entry in python/py_minors.c: whole for 3.9–3.12, and from 3.13
+ * on completed by the _Py_DebugOffsets CPython embeds at the start of
+ * _PyRuntime.  The rest of python/ never tests a version number, only the
+ * flags below. */
 #pragma once
 
 #include <stdbool.h>
