@@ -127,10 +127,11 @@ static int64_t frame_line(const struct tasks *t, const uint8_t *frame, uint64_t 
 
         if (o->model == PY_FRAMES_OBJECTS) {
                 memcpy(&lasti, frame + o->frame_instr, sizeof(lasti));
-                return py_code__line(code, o->minor, lasti);
+                return py_code__line(code, o->line_format, lasti);
         }
         memcpy(&instr, frame + o->frame_instr, sizeof(instr));
-        return instr >= base ? py_code__line(code, o->minor, (int64_t)(instr - base) / 2) : -1;
+        return instr >= base ? py_code__line(code, o->line_format, (int64_t)(instr - base) / 2)
+                             : -1;
 }
 
 /* Where the frame's awaited object is, from its copied head, or 0. */

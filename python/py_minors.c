@@ -36,6 +36,7 @@ static const struct py_minor minor_39 = {
     .fixed =
         {
             .minor = 9,
+            .line_format = PY_LINES_LNOTAB,
             .model = PY_FRAMES_OBJECTS,
             .runtime_interpreters_head = 32,
             .interp_next = 0,
@@ -74,6 +75,7 @@ static const struct py_minor minor_310 = {
     .fixed =
         {
             .minor = 10,
+            .line_format = PY_LINES_310,
             .model = PY_FRAMES_OBJECTS,
             .runtime_interpreters_head = 32,
             .interp_next = 0,
@@ -112,6 +114,7 @@ static const struct py_minor minor_311 = {
     .fixed =
         {
             .minor = 11,
+            .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             .runtime_interpreters_head = 40,
             .interp_next = 0,
@@ -160,6 +163,7 @@ static const struct py_minor minor_312 = {
     .fixed =
         {
             .minor = 12,
+            .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             .runtime_interpreters_head = 40,
             .interp_next = 0,
@@ -268,6 +272,7 @@ static const struct py_minor minor_313 = {
     .fixed =
         {
             .minor = 13,
+            .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,
             .instr_is_current = true,
@@ -337,6 +342,7 @@ static const struct py_minor minor_314 = {
     .fixed =
         {
             .minor = 14,
+            .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,
             .instr_is_current = true,
@@ -419,6 +425,7 @@ static const struct py_minor minor_315 = {
     .fixed =
         {
             .minor = 15,
+            .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,
             .instr_is_current = true,

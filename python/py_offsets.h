@@ -18,6 +18,13 @@ enum py_frame_model {
         PY_FRAMES_INTERPRETER, /* 3.11+: _PyInterpreterFrame in the data stack */
 };
 
+/* How a code object maps instruction positions to lines (python/py_line.c). */
+enum py_line_format {
+        PY_LINES_LNOTAB,    /* 3.9: co_lnotab; f_lasti counts bytes */
+        PY_LINES_310,       /* 3.10: co_linetable; f_lasti counts code units */
+        PY_LINES_LOCATIONS, /* 3.11+: the location table; code-unit index */
+};
+
 /* Where the GIL says who holds it (see python/py_gil.c). */
 enum py_gil_model {
         PY_GIL_NONE,
@@ -81,6 +88,7 @@ struct py_offsets {
         uint64_t code_firstlineno;
         uint64_t code_adaptive;       /* 3.11+: co_code_adaptive */
         uint64_t code_firsttraceable; /* 3.11–3.13; 0 when unknown */
+        enum py_line_format line_format;
         /* str and bytes */
         uint64_t unicode_length;
         uint64_t unicode_state;
