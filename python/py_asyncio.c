@@ -74,7 +74,7 @@ void py_asyncio__init(struct py_asyncio *a, pid_t pid, const struct py_runtime *
                       struct string_pool *strings)
 {
         *a = (struct py_asyncio){.pid = pid, .runtime = runtime, .strings = strings};
-        a->have_offsets = py_asyncio_offsets__for_minor(runtime->offsets->minor, &a->offsets);
+        a->have_offsets = py_asyncio_offsets__measured(&runtime->offsets->asyncio, &a->offsets);
 }
 
 size_t py_asyncio__bytes(void)
@@ -136,7 +136,7 @@ static void look_up(struct py_asyncio *a, uint64_t now_ns)
         if (!(module = py_runtime__module(a->pid, a->runtime, "_asyncio")))
                 return; /* asyncio not imported (yet) */
         if (!a->have_offsets) {
-                if (a->runtime->offsets->minor < 14 ||
+                if (!a->runtime->offsets->asyncio.module_debug ||
                     py_asyncio_offsets__from_debug(a->pid, &a->offsets) < 0)
                         return;
                 a->have_offsets = true;

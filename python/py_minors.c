@@ -11,7 +11,13 @@
  * How values were measured: offsetof() against the real headers
  * (Py_BUILD_CORE, x86-64, GIL build) of the versions each entry names;
  * _Py_DebugOffsets word indices from that minor's
- * Include/internal/pycore_debug_offsets.h.  All words read from a target
+ * Include/internal/pycore_debug_offsets.h.  The asyncio layouts were
+ * measured on the Debian builds the tests run (3.9.2, 3.11.2, 3.13.5,
+ * 3.14.8, 3.15.0) with ctypes: TaskObj's name is the word of a task equal
+ * to id(task.get_name()); the future state is the byte that reads 0/1/2
+ * in a pending/cancelled/finished future; a coroutine's frame and value
+ * stack are the words equal to id(coro.cr_code) and id(coro.cr_await),
+ * and in 3.9 the words of the frame object pointing into it.  All words read from a target
  * are sanity-checked (py_offsets.c), because the table comes from it.
  *
  * Adding a minor: copy the newest entry; if its pycore_debug_offsets.h
@@ -64,6 +70,21 @@ static const struct py_minor minor_39 = {
             .heaptype_cached_keys = 864,
             .dict_model = PY_DICT_SIZED,
             .managed_dict = PY_MANAGED_NONE,
+            .tuple_items = 24,
+            .asyncio =
+                {
+                    .task_size = 184,
+                    .task_name = 160,
+                    .awaiting = {.state = 80,
+                                 .waiter = 144,
+                                 .frame = 16,
+                                 .frame_object = true,
+                                 .head = 112,
+                                 .stack = 72,
+                                 .bottom = 64,
+                                 .stack_pointer = true,
+                                 .slot = 1},
+                },
         },
 };
 
@@ -103,6 +124,8 @@ static const struct py_minor minor_310 = {
             .heaptype_cached_keys = 872,
             .dict_model = PY_DICT_SIZED,
             .managed_dict = PY_MANAGED_NONE,
+            .tuple_items = 24,
+            .asyncio = {0}, /* not measured: no task names, no task tree */
         },
 };
 
@@ -152,6 +175,19 @@ static const struct py_minor minor_311 = {
             .heaptype_cached_keys = 872,
             .dict_model = PY_DICT_LOG2,
             .managed_dict = PY_MANAGED_311,
+            .tuple_items = 24,
+            .asyncio =
+                {
+                    .task_size = 176,
+                    .task_name = 144,
+                    .awaiting = {.state = 88,
+                                 .waiter = 128,
+                                 .frame = 80,
+                                 .head = 72,
+                                 .stack = 64,
+                                 .bottom = 72,
+                                 .slot = 1},
+                },
         },
 };
 
@@ -204,6 +240,8 @@ static const struct py_minor minor_312 = {
             .dict_model = PY_DICT_LOG2,
             .managed_dict = PY_MANAGED_312,
             .long_tagged = true,
+            .tuple_items = 24,
+            .asyncio = {.scheduled_tasks = true}, /* TaskObj not measured */
         },
 };
 
@@ -244,6 +282,7 @@ static const struct py_debug_words words_313 = {
     .code_firstlineno = 39,
     .code_adaptive = 43,
     .ob_type = 45,
+    .tuple_items = 51,
     .bytes_size = 65,
     .bytes_data = 66,
     .unicode_state = 68,
@@ -286,6 +325,20 @@ static const struct py_minor minor_313 = {
             .managed_dict = PY_MANAGED_INLINE,
             .dict_values_header = 8, /* capacity, size, embedded, valid */
             .long_tagged = true,
+            .tuple_items = 24,
+            .asyncio =
+                {
+                    .task_size = 144,
+                    .task_name = 128,
+                    .scheduled_tasks = true,
+                    .awaiting = {.state = 96,
+                                 .waiter = 112,
+                                 .frame = 72,
+                                 .head = 72,
+                                 .stack = 64,
+                                 .bottom = 72,
+                                 .slot = 1},
+                },
         },
     .debug = &words_313,
     .free_threading = true,
@@ -325,6 +378,7 @@ static const struct py_debug_words words_314 = {
     .code_firstlineno = 44,
     .code_adaptive = 48,
     .ob_type = 51,
+    .tuple_items = 57,
     .bytes_size = 75,
     .bytes_data = 76,
     .unicode_state = 78,
@@ -355,6 +409,20 @@ static const struct py_minor minor_314 = {
             .managed_dict = PY_MANAGED_INLINE,
             .dict_values_header = 8,
             .long_tagged = true,
+            .tuple_items = 32,
+            .asyncio =
+                {
+                    .module_debug = true,
+                    .scheduled_tasks = true,
+                    .awaiting = {.state = 104,
+                                 .waiter = 120,
+                                 .frame = 72,
+                                 .head = 80,
+                                 .stack = 64,
+                                 .bottom = 80,
+                                 .stack_pointer = true,
+                                 .slot = 1},
+                },
         },
     .debug = &words_314,
 };
@@ -401,6 +469,7 @@ static const struct py_debug_words words_315 = {
     .code_adaptive = 56,
     .ob_type = 59,
     .heaptype_cached_keys = 67,
+    .tuple_items = 69,
     .bytes_size = 87,
     .bytes_data = 88,
     .unicode_state = 90,
@@ -436,6 +505,20 @@ static const struct py_minor minor_315 = {
             .managed_dict = PY_MANAGED_INLINE,
             .dict_values_header = 8,
             .long_tagged = true,
+            .tuple_items = 32,
+            .asyncio =
+                {
+                    .module_debug = true,
+                    .scheduled_tasks = true,
+                    .awaiting = {.state = 104,
+                                 .waiter = 120,
+                                 .frame = 72,
+                                 .head = 80,
+                                 .stack = 64,
+                                 .bottom = 80,
+                                 .stack_pointer = true,
+                                 .slot = 2}, /* one more item above the awaited */
+                },
         },
     .debug = &words_315,
 };

@@ -128,6 +128,7 @@ static const struct {
     PUBLISHED(code_firstlineno, code_firstlineno),
     PUBLISHED(code_adaptive, code_adaptive),
     PUBLISHED(heaptype_cached_keys, heaptype_cached_keys),
+    PUBLISHED(tuple_items, tuple_items),
     PUBLISHED(bytes_size, bytes_size),
     PUBLISHED(bytes_data, bytes_data),
     PUBLISHED(unicode_state, unicode_state),

@@ -47,6 +47,36 @@ enum py_managed_dict {
         PY_MANAGED_INLINE, /* 3.13+: dict at -24, else values after tp_basicsize */
 };
 
+/* How a suspended coroutine's frame shows what it awaits
+ * (python/py_asyncio_tasks.c): measured on x86-64 GIL builds.  All zero
+ * (state 0): not measured for this minor, no task tree. */
+struct py_await_layout {
+        uint64_t state;     /* FutureObj.fut_state (int) */
+        uint64_t waiter;    /* TaskObj.task_fut_waiter */
+        uint64_t frame;     /* in a coroutine: its frame (3.11+), or a pointer to it */
+        bool frame_object;  /* 3.9: `frame` holds a pointer to a PyFrameObject */
+        uint64_t head;      /* frame bytes read: up to localsplus, or past f_lasti */
+        uint64_t stack;     /* in the frame: stacktop (int) or a pointer past the top */
+        uint64_t bottom;    /* in the frame: localsplus, or (3.9) f_valuestack's word */
+        bool stack_pointer; /* `stack` is a pointer (3.9, 3.14+) */
+        unsigned int slot;  /* the awaited object is slot-th from the top */
+};
+
+/* Where _asyncio keeps its tasks (python/py_asyncio*.c). */
+struct py_asyncio_layout {
+        /* TaskObj, measured (ctypes: the word of a task equal to
+         * id(task.get_name())); 0: not measured (then no task names
+         * unless module_debug). */
+        uint64_t task_size, task_name;
+        /* 3.14+: the _asyncio module publishes its own layout
+         * (_Py_AsyncioModuleDebugOffsets), tasks lists included */
+        bool module_debug;
+        /* 3.12+: asyncio.tasks keeps _scheduled_tasks and _eager_tasks,
+         * before it _all_tasks */
+        bool scheduled_tasks;
+        struct py_await_layout awaiting;
+};
+
 struct py_offsets {
         unsigned int minor;
         enum py_frame_model model;
@@ -110,6 +140,8 @@ struct py_offsets {
         enum py_managed_dict managed_dict;
         uint64_t dict_values_header; /* bytes before PyDictValues.values */
         bool long_tagged;            /* 3.12+: PyLongObject.lv_tag, not ob_size */
+        uint64_t tuple_items;        /* PyTupleObject.ob_item (3.14+: after ob_hash) */
+        struct py_asyncio_layout asyncio;
         /* Free-threaded builds (--disable-gil, 3.13t): PyObject carries
          * ob_tid, ob_flags, ob_mutex, ob_gc_bits, ob_ref_local and
          * ob_ref_shared before ob_type, 16 bytes more than a GIL build's

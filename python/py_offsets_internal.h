@@ -27,6 +27,7 @@ struct py_debug_words {
         unsigned int code_firstlineno, code_adaptive;
         unsigned int ob_type; /* pyobject.ob_type: 8, or 24 free-threaded */
         unsigned int heaptype_cached_keys;
+        unsigned int tuple_items; /* tuple_object.ob_item */
         unsigned int bytes_size, bytes_data;
         unsigned int unicode_state, unicode_length, unicode_ascii_size, unicode_compact_size;
 };

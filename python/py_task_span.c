@@ -56,7 +56,6 @@
 #define NODE_SLOTS_MAX  64
 #define HAMT_NODES_MAX  64
 #define HAMT_DEPTH_MAX  8
-#define TUPLE_ITEMS_AT  24 /* 3.14+: after the cached hash, at 32 */
 #define LONG_SIZE_AT    16
 #define LONG_DIGITS_AT  24
 #define SPAN_KEY        "current-span"
@@ -64,11 +63,6 @@
 #define RETRY_MAX_NS    (32000ull * 1000 * 1000)
 
 enum node_kind { NODE_BITMAP, NODE_ARRAY, NODE_COLLISION, NODE_UNKNOWN };
-
-static uint64_t tuple_items_at(const struct py_offsets *o)
-{
-        return o->minor >= 14 ? TUPLE_ITEMS_AT + 8 : TUPLE_ITEMS_AT;
-}
 
 static bool plausible(uint64_t address)
 {
@@ -247,9 +241,8 @@ static enum py_task_span_result decode(struct py_task_span *s, uint64_t root)
         if (!k.span)
                 return PY_TASK_SPAN_NONE;
         span_context = py_dict__instance_attribute(s->pid, o, k.span, "_context");
-        if (!plausible(span_context) ||
-            remote_memory__read(s->pid, span_context + tuple_items_at(o), items, sizeof(items)) !=
-                sizeof(items))
+        if (!plausible(span_context) || remote_memory__read(s->pid, span_context + o->tuple_items,
+                                                            items, sizeof(items)) != sizeof(items))
                 return PY_TASK_SPAN_UNKNOWN;
         if (!long_hex(s, items[0], 16, s->trace_id) || !long_hex(s, items[1], 8, s->span_id))
                 return PY_TASK_SPAN_NONE; /* the invalid span (zero ids) */
