@@ -348,15 +348,12 @@ static enum py_discovery choose_offsets(pid_t pid, uint64_t address, unsigned in
 {
         uint8_t head[PY_DEBUG_OFFSETS_MAX];
         ssize_t n = remote_memory__read(pid, address, head, sizeof(head));
-        const char *reason = NULL;
         uint32_t version = 0;
 
         if (n >= 8 && memcmp(head, PY_DEBUG_COOKIE, 8) == 0) {
-                if (!py_offsets__from_debug(head, (size_t)n, &out->offsets, &version, &reason)) {
-                        snprintf(why, why_size, "CPython %u.%u: %s", (version >> 24) & 0xff,
-                                 (version >> 16) & 0xff, reason);
+                if (!py_offsets__from_debug(head, (size_t)n, &out->offsets, &version, why,
+                                            why_size))
                         return PY_DISCOVERY_UNSUPPORTED;
-                }
                 out->version_hex = version;
                 out->minor = out->offsets.minor;
                 return PY_DISCOVERY_FOUND;
@@ -366,7 +363,9 @@ static enum py_discovery choose_offsets(pid_t pid, uint64_t address, unsigned in
                 return PY_DISCOVERY_UNSUPPORTED;
         }
         if (!py_offsets__for_minor(minor_hint, &out->offsets)) {
-                snprintf(why, why_size, "CPython 3.%u is not supported", minor_hint);
+                py_offsets__why_unsupported(version_hint ? version_hint
+                                                         : 3u << 24 | minor_hint << 16,
+                                            "no layout for this minor version", why, why_size);
                 return PY_DISCOVERY_UNSUPPORTED;
         }
         out->version_hex = version_hint;

@@ -11,6 +11,7 @@
  * from the target. */
 #include "python/py_offsets.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "python/py_offsets_internal.h"
@@ -174,37 +175,70 @@ static void apply_words(const uint8_t *d, const struct py_minor *m, struct py_of
                 o->code_firsttraceable += o->object_extra;
 }
 
+/* "3.16.0", "3.16.0a1", "3.16.0rc2", or "3.16" without a release level. */
+static void version_text(uint32_t v, char *text, size_t size)
+{
+        unsigned int major = v >> 24, minor = (v >> 16) & 0xff, micro = (v >> 8) & 0xff;
+        unsigned int level = (v >> 4) & 0xf, serial = v & 0xf;
+        const char *tag = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : NULL;
+
+        if (level == 0)
+                snprintf(text, size, "%u.%u", major, minor);
+        else if (tag)
+                snprintf(text, size, "%u.%u.%u%s%u", major, minor, micro, tag, serial);
+        else
+                snprintf(text, size, "%u.%u.%u", major, minor, micro);
+}
+
+void py_offsets__why_unsupported(uint32_t version, const char *what, char *why, size_t why_size)
+{
+        const struct py_minor *m, *oldest = py_minors__at(0), *newest = oldest;
+        char text[32], threaded[64] = "";
+        size_t used = 0;
+
+        for (size_t i = 0; (m = py_minors__at(i)); i++) {
+                newest = m;
+                if (m->free_threading && used < sizeof(threaded))
+                        used += (size_t)snprintf(threaded + used, sizeof(threaded) - used, "%s3.%u",
+                                                 used ? ", " : "", m->fixed.minor);
+        }
+        version_text(version, text, sizeof(text));
+        snprintf(why, why_size, "CPython %s: %s (splunk-profd reads 3.%u to 3.%u%s%s)", text, what,
+                 oldest->fixed.minor, newest->fixed.minor, used ? "; free-threaded: " : "",
+                 threaded);
+}
+
+static bool refuse(uint32_t version, const char *what, char *why, size_t why_size)
+{
+        py_offsets__why_unsupported(version, what, why, why_size);
+        return false;
+}
+
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
-                            uint32_t *version, const char **why)
+                            uint32_t *version, char *why, size_t why_size)
 {
         const struct py_minor *m;
 
         memset(out, 0, sizeof(*out));
+        *version = 0;
         if (len < 8u * HEADER_WORDS || memcmp(data, PY_DEBUG_COOKIE, 8) != 0) {
-                *why = "no _Py_DebugOffsets cookie";
+                snprintf(why, why_size, "no _Py_DebugOffsets cookie");
                 return false;
         }
         *version = (uint32_t)word(data, 1);
         m = (*version >> 24) == 3 ? find_minor((*version >> 16) & 0xff) : NULL;
-        if (!m || !m->debug) {
-                *why = "unsupported CPython minor version";
-                return false;
-        }
-        if (word(data, 2) != 0 && !m->free_threading) {
-                *why = "free-threaded builds of this CPython minor are not supported";
-                return false;
-        }
-        if (len < 8u * m->debug->words) {
-                *why = "_Py_DebugOffsets cut short";
-                return false;
-        }
+        if (!m || !m->debug)
+                return refuse(*version, "no layout for this minor version", why, why_size);
+        if (word(data, 2) != 0 && !m->free_threading)
+                return refuse(*version, "free-threaded builds of this minor are not read", why,
+                              why_size);
+        if (len < 8u * m->debug->words)
+                return refuse(*version, "_Py_DebugOffsets cut short", why, why_size);
         apply_words(data, m, out);
         /* The only two PyObject headers there are (see py_offsets.h). */
         if (!plausible(out) || !plausible_published(out, m->debug) ||
-            out->object_extra != (out->free_threaded ? 16u : 0u)) {
-                *why = "implausible _Py_DebugOffsets values";
-                return false;
-        }
+            out->object_extra != (out->free_threaded ? 16u : 0u))
+                return refuse(*version, "implausible _Py_DebugOffsets values", why, why_size);
         if (out->code_firsttraceable + 4 > out->code_size)
                 out->code_firsttraceable = 0;
         return true;

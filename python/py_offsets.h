@@ -161,8 +161,15 @@ bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
 
 /* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13,
  * 3.14 and 3.15 layouts, and 3.13 free-threaded).  `version` is its
- * PY_VERSION_HEX.  Returns false (with a reason) for a bad cookie, another
- * minor, a free-threaded build of a minor other than 3.13 or implausible
- * values. */
+ * PY_VERSION_HEX.  Returns false, with one line in `why` that names the
+ * version (py_offsets__why_unsupported), for a bad cookie, a minor without
+ * an entry, a free-threaded build of a minor whose entry does not read
+ * it, or implausible values. */
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
-                            uint32_t *version, const char **why);
+                            uint32_t *version, char *why, size_t why_size);
+
+/* One line: "CPython 3.16.0: <what> (splunk-profd reads ...)", naming
+ * `version` (a PY_VERSION_HEX; with only major and minor set, as when
+ * the minor comes from a file name, just "3.16") and the minors that
+ * have an entry. */
+void py_offsets__why_unsupported(uint32_t version, const char *what, char *why, size_t why_size);
