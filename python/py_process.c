@@ -173,6 +173,10 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
                             why);
                 free(py);
                 return NULL;
+        case PY_DISCOVERY_REFUSED: /* warned when first refused */
+                log_debug("PID %d: %s; native stacks only", (int)pid, why);
+                free(py);
+                return NULL;
         }
         py->pid = pid;
         py->scratch = scratch;
