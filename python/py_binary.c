@@ -52,7 +52,6 @@
 #define SCAN_MAX_VALIDATES 4096
 #define RODATA_MAX_BYTES   (64u << 20)
 #define VERSION_TEXT_MAX   16 /* "3.10.12rc2+" and some */
-#define PY_VERSION_MINOR   11 /* the first minor with Py_Version */
 
 struct elf_symbols {
         uint64_t runtime; /* file virtual addresses, 0 = absent */
@@ -234,7 +233,7 @@ static bool version_without_symbol(uint32_t version)
         struct py_offsets offsets;
         unsigned int minor = (version >> 16) & 0xff;
 
-        return version && minor < PY_VERSION_MINOR && py_offsets__for_minor(minor, &offsets);
+        return version && py_offsets__for_minor(minor, &offsets) && !offsets.version_symbol;
 }
 
 /* PY_VERSION of a 3.9 or 3.10 binary: Py_GetVersion() formats sys.version

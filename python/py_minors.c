@@ -137,6 +137,7 @@ static const struct py_minor minor_311 = {
     .fixed =
         {
             .minor = 11,
+            .version_symbol = true,
             .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             .runtime_interpreters_head = 40,
@@ -199,6 +200,7 @@ static const struct py_minor minor_312 = {
     .fixed =
         {
             .minor = 12,
+            .version_symbol = true,
             .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             .runtime_interpreters_head = 40,
@@ -311,6 +313,7 @@ static const struct py_minor minor_313 = {
     .fixed =
         {
             .minor = 13,
+            .version_symbol = true,
             .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,
@@ -396,6 +399,7 @@ static const struct py_minor minor_314 = {
     .fixed =
         {
             .minor = 14,
+            .version_symbol = true,
             .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,
@@ -494,6 +498,7 @@ static const struct py_minor minor_315 = {
     .fixed =
         {
             .minor = 15,
+            .version_symbol = true,
             .line_format = PY_LINES_LOCATIONS,
             .model = PY_FRAMES_INTERPRETER,
             STABLE_OBJECTS,

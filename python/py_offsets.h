@@ -119,6 +119,7 @@ struct py_offsets {
         uint64_t code_adaptive;       /* 3.11+: co_code_adaptive */
         uint64_t code_firsttraceable; /* 3.11–3.13; 0 when unknown */
         enum py_line_format line_format;
+        bool version_symbol; /* 3.11+: the binary exports Py_Version */
         /* str and bytes */
         uint64_t unicode_length;
         uint64_t unicode_state;
