@@ -122,17 +122,15 @@ size_t py_asyncio__regions(const struct py_asyncio *a, const struct py_thread *t
         return n;
 }
 
-/* Finds what is still unknown, when the retry wait (retry_ns) is over. */
+/* Finds what is still unknown, when the retry wait is over. */
 static void look_up(struct py_asyncio *a, uint64_t now_ns)
 {
+        static const struct backoff_policy policy = {.first_ns = PY_ASYNCIO_RETRY_NS,
+                                                     .max_ns = PY_ASYNCIO_RETRY_MAX_NS};
         uint64_t module, dict;
 
-        if (a->looked_up_ns && now_ns - a->looked_up_ns < a->retry_ns)
+        if (!backoff__attempt(&a->look_up, &policy, now_ns))
                 return;
-        a->looked_up_ns = now_ns;
-        a->retry_ns = a->retry_ns ? a->retry_ns * 2 : PY_ASYNCIO_RETRY_NS;
-        if (a->retry_ns > PY_ASYNCIO_RETRY_MAX_NS)
-                a->retry_ns = PY_ASYNCIO_RETRY_MAX_NS;
         if (!(module = py_runtime__module(a->pid, a->runtime, "_asyncio")))
                 return; /* asyncio not imported (yet) */
         if (!a->have_offsets) {

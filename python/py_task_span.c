@@ -59,8 +59,6 @@
 #define LONG_SIZE_AT    16
 #define LONG_DIGITS_AT  24
 #define SPAN_KEY        "current-span"
-#define RETRY_NS        (1000ull * 1000 * 1000)
-#define RETRY_MAX_NS    (32000ull * 1000 * 1000)
 
 enum node_kind { NODE_BITMAP, NODE_ARRAY, NODE_COLLISION, NODE_UNKNOWN };
 
@@ -80,17 +78,17 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
         *s = (struct py_task_span){.pid = pid, .runtime = runtime};
 }
 
+/* opentelemetry.context is looked for after 1 s, 2 s... up to every 32 s. */
+static const struct backoff_policy look_up_policy = {.first_ns = 1000ull * 1000 * 1000,
+                                                     .max_ns = 32000ull * 1000 * 1000};
+
 static void look_up(struct py_task_span *s, uint64_t now_ns)
 {
         const struct py_offsets *o = s->runtime->offsets;
         uint64_t dict, runtime_context;
 
-        if (s->looked_up_ns && now_ns - s->looked_up_ns < s->retry_ns)
+        if (!backoff__attempt(&s->look_up, &look_up_policy, now_ns))
                 return;
-        s->looked_up_ns = now_ns;
-        s->retry_ns = s->retry_ns ? s->retry_ns * 2 : RETRY_NS;
-        if (s->retry_ns > RETRY_MAX_NS)
-                s->retry_ns = RETRY_MAX_NS;
         if (!(dict = py_runtime__module_dict(s->pid, s->runtime, "opentelemetry.context")) ||
             !(runtime_context = py_dict__find(s->pid, o, dict, "_RUNTIME_CONTEXT")))
                 return;
