@@ -74,7 +74,7 @@ void py_asyncio__init(struct py_asyncio *a, pid_t pid, const struct py_runtime *
                       struct string_pool *strings)
 {
         *a = (struct py_asyncio){.pid = pid, .runtime = runtime, .strings = strings};
-        a->have_offsets = py_asyncio_offsets__for_minor(runtime->offsets->minor, &a->offsets);
+        a->have_offsets = py_asyncio_offsets__measured(&runtime->offsets->asyncio, &a->offsets);
 }
 
 size_t py_asyncio__bytes(void)
@@ -122,21 +122,19 @@ size_t py_asyncio__regions(const struct py_asyncio *a, const struct py_thread *t
         return n;
 }
 
-/* Finds what is still unknown, when the retry wait (retry_ns) is over. */
+/* Finds what is still unknown, when the retry wait is over. */
 static void look_up(struct py_asyncio *a, uint64_t now_ns)
 {
+        static const struct backoff_policy policy = {.first_ns = PY_ASYNCIO_RETRY_NS,
+                                                     .max_ns = PY_ASYNCIO_RETRY_MAX_NS};
         uint64_t module, dict;
 
-        if (a->looked_up_ns && now_ns - a->looked_up_ns < a->retry_ns)
+        if (!backoff__attempt(&a->look_up, &policy, now_ns))
                 return;
-        a->looked_up_ns = now_ns;
-        a->retry_ns = a->retry_ns ? a->retry_ns * 2 : PY_ASYNCIO_RETRY_NS;
-        if (a->retry_ns > PY_ASYNCIO_RETRY_MAX_NS)
-                a->retry_ns = PY_ASYNCIO_RETRY_MAX_NS;
         if (!(module = py_runtime__module(a->pid, a->runtime, "_asyncio")))
                 return; /* asyncio not imported (yet) */
         if (!a->have_offsets) {
-                if (a->runtime->offsets->minor < 14 ||
+                if (!a->runtime->offsets->asyncio.module_debug ||
                     py_asyncio_offsets__from_debug(a->pid, &a->offsets) < 0)
                         return;
                 a->have_offsets = true;

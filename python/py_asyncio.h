@@ -11,6 +11,7 @@
 #include "python/py_asyncio_offsets.h"
 #include "python/py_runtime.h"
 #include "python/py_thread.h"
+#include "util/backoff.h"
 #include "util/string_pool.h"
 
 #define PY_ASYNCIO_KEYS_COPY  512 /* bytes of _current_tasks' keys object copied */
@@ -49,8 +50,7 @@ struct py_asyncio {
         bool have_offsets;
         uint64_t current_tasks; /* up to 3.13: the _asyncio._current_tasks dict, 0 unknown */
         uint64_t keys;          /* its keys object, as last seen: copied at each stop */
-        uint64_t looked_up_ns;  /* last attempt to find what is still unknown */
-        uint64_t retry_ns;      /* and the wait before the next one */
+        struct backoff look_up; /* attempts to find what is still unknown */
         struct py_asyncio_loop loops[PY_ASYNCIO_LOOPS];
         size_t next_loop;
         struct py_asyncio_name names[PY_ASYNCIO_NAMES];

@@ -9,8 +9,8 @@
  * the interpreter state's size and tasks head; the thread state's size,
  * running loop, running task and tasks head).
  *
- * How: older versions use a table measured on their builds (ctypes:
- * the word of a task equal to id(task.get_name())); 3.14+ finds the
+ * How: older versions use the layout their minor's entry gives
+ * (python/py_minors.c, measured on their builds); 3.14+ finds the
  * section in the mapped files named _asyncio* or libpython*, or the
  * executable, computes the file's load bias from its mappings and reads
  * the words from memory.  Every value is checked for plausibility. */
@@ -32,24 +32,17 @@
 #define TASK_SIZE_MAX   1024
 #define THREAD_SIZE_MAX (64u << 10)
 
-bool py_asyncio_offsets__for_minor(unsigned int minor, struct py_asyncio_offsets *out)
+bool py_asyncio_offsets__measured(const struct py_asyncio_layout *layout,
+                                  struct py_asyncio_offsets *out)
 {
+        if (!layout->task_size)
+                return false;
         /* TaskObj: the name follows the coroutine in every version. */
-        static const struct {
-                unsigned int minor;
-                uint64_t size, name;
-        } table[] = {{9, 184, 160}, {11, 176, 144}, {13, 144, 128}};
-
-        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-                if (table[i].minor != minor)
-                        continue;
-                *out = (struct py_asyncio_offsets){.task_size = table[i].size,
-                                                   .task_name = table[i].name,
-                                                   .task_coro = table[i].name - 8,
-                                                   .task_context = table[i].name + 8};
-                return true;
-        }
-        return false;
+        *out = (struct py_asyncio_offsets){.task_size = layout->task_size,
+                                           .task_name = layout->task_name,
+                                           .task_coro = layout->task_name - 8,
+                                           .task_context = layout->task_name + 8};
+        return true;
 }
 
 /* The target address of the section in the file of maps[first..first+n),

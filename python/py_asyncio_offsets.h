@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "python/py_offsets.h"
+
 struct py_asyncio_offsets {
         uint64_t task_size;    /* TaskObj bytes */
         uint64_t task_name;    /* TaskObj.task_name: str, or (3.12+) int N for "Task-N" */
@@ -21,10 +23,12 @@ struct py_asyncio_offsets {
         bool from_debug;            /* read from the module's _Py_AsyncioModuleDebugOffsets */
 };
 
-/* 3.9, 3.11 and 3.13: the TaskObj layout measured on those builds (the
- * running task is then found through _asyncio._current_tasks).  False for
- * other minors (3.10 and 3.12: not measured, no task names). */
-bool py_asyncio_offsets__for_minor(unsigned int minor, struct py_asyncio_offsets *out);
+/* The TaskObj layout the minor's entry gives, measured (3.9, 3.11 and
+ * 3.13; the running task is then found through _asyncio._current_tasks).
+ * False when it gives none (3.10 and 3.12: not measured, no task names;
+ * 3.14+: see py_asyncio_offsets__from_debug). */
+bool py_asyncio_offsets__measured(const struct py_asyncio_layout *layout,
+                                  struct py_asyncio_offsets *out);
 
 /* 3.14+: the _Py_AsyncioModuleDebugOffsets CPython puts in the
  * .AsyncioDebug section of the _asyncio module (a lib-dynload file, or the

@@ -68,30 +68,10 @@
 #define COROUTINE_READ_MAX 256
 #define TASK_READ_MAX      1024 /* py_asyncio_offsets.c TASK_SIZE_MAX */
 
-/* The measured layout of futures and coroutines (x86-64, GIL builds). */
-struct layout {
-        unsigned int minor;
-        uint64_t state;     /* FutureObj.fut_state (int) */
-        uint64_t waiter;    /* TaskObj.task_fut_waiter */
-        uint64_t frame;     /* in a coroutine: its frame (3.11+), or a pointer to it */
-        bool frame_object;  /* 3.9: `frame` holds a pointer to a PyFrameObject */
-        uint64_t head;      /* frame bytes read: up to localsplus, or past f_lasti */
-        uint64_t stack;     /* in the frame: stacktop (int) or a pointer past the top */
-        uint64_t bottom;    /* in the frame: localsplus, or (3.9) f_valuestack's word */
-        bool stack_pointer; /* `stack` is a pointer (3.9, 3.14+) */
-        unsigned int slot;  /* the awaited object is slot-th from the top */
-};
-
-static const struct layout layouts[] = {
-    {9, 80, 144, 16, true, 112, 72, 64, true, 1},   {11, 88, 128, 80, false, 72, 64, 72, false, 1},
-    {13, 96, 112, 72, false, 72, 64, 72, false, 1}, {14, 104, 120, 72, false, 80, 64, 80, true, 1},
-    {15, 104, 120, 72, false, 80, 64, 80, true, 2},
-};
-
 struct tasks {
         struct py_asyncio *a;
         const struct py_offsets *o;
-        const struct layout *l;
+        const struct py_await_layout *l;
         struct py_code_cache *codes;
         uint64_t now_ns;
         struct py_task *v;
@@ -127,16 +107,17 @@ static int64_t frame_line(const struct tasks *t, const uint8_t *frame, uint64_t 
 
         if (o->model == PY_FRAMES_OBJECTS) {
                 memcpy(&lasti, frame + o->frame_instr, sizeof(lasti));
-                return py_code__line(code, o->minor, lasti);
+                return py_code__line(code, o->line_format, lasti);
         }
         memcpy(&instr, frame + o->frame_instr, sizeof(instr));
-        return instr >= base ? py_code__line(code, o->minor, (int64_t)(instr - base) / 2) : -1;
+        return instr >= base ? py_code__line(code, o->line_format, (int64_t)(instr - base) / 2)
+                             : -1;
 }
 
 /* Where the frame's awaited object is, from its copied head, or 0. */
 static uint64_t awaited_slot(const struct tasks *t, const uint8_t *frame, uint64_t at)
 {
-        const struct layout *l = t->l;
+        const struct py_await_layout *l = t->l;
         uint64_t bottom = at + l->bottom, stack;
         int32_t top;
 
@@ -162,7 +143,7 @@ static bool tasks__add_frame(struct tasks *t, struct py_task *task, uint64_t cor
                              uint64_t *awaited)
 {
         const struct py_offsets *o = t->o;
-        const struct layout *l = t->l;
+        const struct py_await_layout *l = t->l;
         uint8_t object[COROUTINE_READ_MAX], head[FRAME_HEAD_MAX];
         size_t len = l->frame_object ? l->frame + 8 : l->frame + l->head;
         const uint8_t *frame = object + l->frame;
@@ -381,9 +362,8 @@ int py_asyncio_tasks__list(struct py_asyncio *a, struct py_code_cache *codes,
         uint64_t dict;
 
         *out = NULL;
-        for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-                if (layouts[i].minor == t.o->minor)
-                        t.l = &layouts[i];
+        if (t.o->asyncio.awaiting.state)
+                t.l = &t.o->asyncio.awaiting;
         py_asyncio__prepare(a, now_ns);
         if (!t.l || t.o->free_threaded || !a->have_offsets)
                 return 0;
@@ -397,8 +377,9 @@ int py_asyncio_tasks__list(struct py_asyncio *a, struct py_code_cache *codes,
                 if (plausible(interp))
                         tasks__add_list(&t, interp + a->offsets.interp_tasks_head, 0);
         } else if ((dict = py_runtime__module_dict(t.a->pid, t.a->runtime, "asyncio.tasks"))) {
-                tasks__add_weakset(&t, dict, t.o->minor < 12 ? "_all_tasks" : "_scheduled_tasks");
-                if (t.o->minor >= 12)
+                tasks__add_weakset(
+                    &t, dict, t.o->asyncio.scheduled_tasks ? "_scheduled_tasks" : "_all_tasks");
+                if (t.o->asyncio.scheduled_tasks)
                         tasks__add_set(&t, py_dict__find(a->pid, t.o, dict, "_eager_tasks"), false);
         }
         tasks__link(&t);

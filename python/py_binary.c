@@ -52,7 +52,6 @@
 #define SCAN_MAX_VALIDATES 4096
 #define RODATA_MAX_BYTES   (64u << 20)
 #define VERSION_TEXT_MAX   16 /* "3.10.12rc2+" and some */
-#define PY_VERSION_MINOR   11 /* the first minor with Py_Version */
 
 struct elf_symbols {
         uint64_t runtime; /* file virtual addresses, 0 = absent */
@@ -93,6 +92,37 @@ void py_binaries__clear(struct py_binaries *binaries)
         if (binaries->tab.n_nodes)
                 log_debug("%zu Python binaries still referenced at exit", binaries->tab.n_nodes);
         hashtab__clear(&binaries->tab, py_binary__free_node);
+        for (size_t i = 0; i < PY_BINARIES_REFUSED; i++) {
+                free(binaries->refused[i].key);
+                free(binaries->refused[i].why);
+                binaries->refused[i].key = binaries->refused[i].why = NULL;
+        }
+}
+
+const char *py_binaries__refused(const struct py_binaries *binaries, const char *key)
+{
+        for (size_t i = 0; i < PY_BINARIES_REFUSED; i++)
+                if (binaries->refused[i].key && strcmp(binaries->refused[i].key, key) == 0)
+                        return binaries->refused[i].why;
+        return NULL;
+}
+
+/* Remembers a refusal; out of memory, the next process is warned again. */
+static void py_binaries__refuse(struct py_binaries *binaries, const char *key, const char *why)
+{
+        size_t at = binaries->next_refused;
+        char *key_copy = strdup(key), *why_copy = strdup(why);
+
+        if (!key_copy || !why_copy) {
+                free(key_copy);
+                free(why_copy);
+                return;
+        }
+        free(binaries->refused[at].key);
+        free(binaries->refused[at].why);
+        binaries->refused[at].key = key_copy;
+        binaries->refused[at].why = why_copy;
+        binaries->next_refused = (at + 1) % PY_BINARIES_REFUSED;
 }
 
 struct py_binary *py_binaries__find(struct py_binaries *binaries, const char *key)
@@ -203,7 +233,7 @@ static bool version_without_symbol(uint32_t version)
         struct py_offsets offsets;
         unsigned int minor = (version >> 16) & 0xff;
 
-        return version && minor < PY_VERSION_MINOR && py_offsets__for_minor(minor, &offsets);
+        return version && py_offsets__for_minor(minor, &offsets) && !offsets.version_symbol;
 }
 
 /* PY_VERSION of a 3.9 or 3.10 binary: Py_GetVersion() formats sys.version
@@ -341,22 +371,22 @@ bool py_binary__runtime_validates(pid_t pid, uint64_t runtime, const struct py_o
 }
 
 /* Chooses the layout for a runtime at `address` in `pid`; minor_hint from
- * Py_Version or the name (0 = unknown). */
+ * Py_Version or the name (0 = unknown).  *lasting: a refusal is a property
+ * of the file, not of a runtime mapped only in part yet. */
 static enum py_discovery choose_offsets(pid_t pid, uint64_t address, unsigned int minor_hint,
                                         uint32_t version_hint, struct py_binary *out, char *why,
-                                        size_t why_size)
+                                        size_t why_size, bool *lasting)
 {
         uint8_t head[PY_DEBUG_OFFSETS_MAX];
         ssize_t n = remote_memory__read(pid, address, head, sizeof(head));
-        const char *reason = NULL;
         uint32_t version = 0;
 
+        *lasting = n == (ssize_t)sizeof(head);
+
         if (n >= 8 && memcmp(head, PY_DEBUG_COOKIE, 8) == 0) {
-                if (!py_offsets__from_debug(head, (size_t)n, &out->offsets, &version, &reason)) {
-                        snprintf(why, why_size, "CPython %u.%u: %s", (version >> 24) & 0xff,
-                                 (version >> 16) & 0xff, reason);
+                if (!py_offsets__from_debug(head, (size_t)n, &out->offsets, &version, why,
+                                            why_size))
                         return PY_DISCOVERY_UNSUPPORTED;
-                }
                 out->version_hex = version;
                 out->minor = out->offsets.minor;
                 return PY_DISCOVERY_FOUND;
@@ -366,7 +396,9 @@ static enum py_discovery choose_offsets(pid_t pid, uint64_t address, unsigned in
                 return PY_DISCOVERY_UNSUPPORTED;
         }
         if (!py_offsets__for_minor(minor_hint, &out->offsets)) {
-                snprintf(why, why_size, "CPython 3.%u is not supported", minor_hint);
+                py_offsets__why_unsupported(version_hint ? version_hint
+                                                         : 3u << 24 | minor_hint << 16,
+                                            "no layout for this minor version", why, why_size);
                 return PY_DISCOVERY_UNSUPPORTED;
         }
         out->version_hex = version_hint;
@@ -446,6 +478,7 @@ enum py_discovery py_binary__read(struct py_binaries *binaries, const char *key,
         uint32_t version_hex;
         unsigned int minor = py_binary__minor_from_name(map->path);
         enum py_discovery result;
+        bool lasting;
 
         *out = NULL;
         if (!binary) {
@@ -472,7 +505,9 @@ enum py_discovery py_binary__read(struct py_binaries *binaries, const char *key,
                 return PY_DISCOVERY_NOT_PYTHON;
         if (!runtime)
                 return PY_DISCOVERY_NOT_PYTHON;
-        result = choose_offsets(pid, runtime, minor, version_hex, binary, why, why_size);
+        result = choose_offsets(pid, runtime, minor, version_hex, binary, why, why_size, &lasting);
+        if (result == PY_DISCOVERY_UNSUPPORTED && lasting && binaries && key)
+                py_binaries__refuse(binaries, key, why);
         if (result != PY_DISCOVERY_FOUND)
                 return result;
         binary->runtime = runtime - *bias;

@@ -44,18 +44,29 @@ struct py_binary {
         size_t n_eval;
 };
 
+/* Binaries refused for their version or build, remembered so that the
+ * user is warned once per file, not once per process or retry. */
+#define PY_BINARIES_REFUSED 16
+
 /* Every shared py_binary of a run, by file key.  Not thread-safe: the
  * tracer thread owns it, like the symbolizer. */
 struct py_binaries {
         struct hashtab tab;
         uint64_t seed;
         uint64_t parsed; /* binaries read from their files so far (tests, -vv) */
+        /* File keys and reasons of the last PY_BINARIES_REFUSED binaries
+         * refused (owned; NULL: free slot), oldest replaced first. */
+        struct {
+                char *key, *why;
+        } refused[PY_BINARIES_REFUSED];
+        size_t next_refused;
 };
 
 enum py_discovery {
         PY_DISCOVERY_FOUND,
         PY_DISCOVERY_NOT_PYTHON,  /* no CPython runtime in the process */
         PY_DISCOVERY_UNSUPPORTED, /* CPython, but a version or build we cannot read */
+        PY_DISCOVERY_REFUSED,     /* the same, for a file already refused (and warned about) */
 };
 
 void py_binaries__init(struct py_binaries *binaries);
@@ -66,13 +77,18 @@ void py_binaries__clear(struct py_binaries *binaries);
 /* The binary with file key `key`, with one more user, or NULL. */
 struct py_binary *py_binaries__find(struct py_binaries *binaries, const char *key);
 
+/* Why the file with key `key` was refused (PY_DISCOVERY_UNSUPPORTED by
+ * py_binary__read), or NULL when it was not.  Valid until the next read. */
+const char *py_binaries__refused(const struct py_binaries *binaries, const char *key);
+
 /* Reads the binary of the file whose consecutive mappings are
  * maps->maps[first .. first + n) in process `pid` (file opened through
  * /proc/PID/map_files or /proc/PID/root, never run), and the version and
  * layout it declares in that process's memory.  On PY_DISCOVERY_FOUND,
  * *out is a new binary with one user, *bias the file's load bias in `pid`,
  * and the binary is shared under `key` when `binaries` and `key` are both
- * non-NULL (else private).  Otherwise `why` holds one line (UNSUPPORTED). */
+ * non-NULL (else private).  Otherwise `why` holds one line (UNSUPPORTED),
+ * and the refusal is remembered under `key` (py_binaries__refused). */
 enum py_discovery py_binary__read(struct py_binaries *binaries, const char *key, pid_t pid,
                                   const struct proc_maps *maps, size_t first, size_t n,
                                   struct py_binary **out, uint64_t *bias, char *why,

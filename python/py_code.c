@@ -224,26 +224,30 @@ struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint
         return code;
 }
 
-static int64_t decode_line(const struct py_code *code, unsigned int minor, int64_t position)
+static int64_t decode_line(const struct py_code *code, enum py_line_format format, int64_t position)
 {
         if (!code->table_valid)
                 return -1;
-        if (minor == 9)
+        switch (format) {
+        case PY_LINES_LNOTAB:
                 return py_line__lnotab(code->table, code->table_len, code->first_line, position);
-        if (minor == 10)
+        case PY_LINES_310:
                 return py_line__linetable_310(code->table, code->table_len, code->first_line,
                                               2 * position);
+        case PY_LINES_LOCATIONS:
+                break;
+        }
         return py_line__locations(code->table, code->table_len, code->first_line, position);
 }
 
-int64_t py_code__line(struct py_code *code, unsigned int minor, int64_t position)
+int64_t py_code__line(struct py_code *code, enum py_line_format format, int64_t position)
 {
         int64_t line;
 
         for (unsigned int i = 0; i < 2; i++)
                 if (code->memo_positions[i] == position)
                         return code->memo_lines[i];
-        line = decode_line(code, minor, position);
+        line = decode_line(code, format, position);
         if (position != -2) {
                 code->memo_positions[code->memo_next] = position;
                 code->memo_lines[code->memo_next] = line;

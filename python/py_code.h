@@ -56,6 +56,7 @@ void py_code_cache__clear(struct py_code_cache *cache);
  * address does not hold a readable code object. */
 struct py_code *py_code__get(struct py_code_cache *cache, uint64_t address, uint64_t now_ns);
 
-/* Line of an instruction position: 3.9 f_lasti (bytes), 3.10 f_lasti
- * (code units), 3.11+ code-unit index.  -1 when unknown. */
-int64_t py_code__line(struct py_code *code, unsigned int minor, int64_t position);
+/* Line of an instruction position, as `format` counts it (3.9 f_lasti
+ * in bytes, 3.10 f_lasti in code units, 3.11+ code-unit index).  -1 when
+ * unknown. */
+int64_t py_code__line(struct py_code *code, enum py_line_format format, int64_t position);

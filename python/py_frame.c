@@ -136,7 +136,7 @@ static void push_frame(struct py_walk *walk, struct py_code *code, int64_t posit
         walk->items[walk->n_items++] = (struct py_item){
             .function = code ? code->name : PY_UNKNOWN_FUNCTION,
             .filename = code ? code->filename : "",
-            .line = code ? py_code__line(code, o->minor, position) : -1,
+            .line = code ? py_code__line(code, o->line_format, position) : -1,
         };
         walk->n_frames++;
 }

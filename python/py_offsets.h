@@ -1,10 +1,11 @@
 /* py_offsets.h — where CPython keeps what we read, for one minor version.
  *
  * Everything the reader needs about CPython's internal layout is in one
- * flat struct of byte offsets, filled either from a built-in table
- * (3.9–3.12) or from the _Py_DebugOffsets CPython embeds at the start of
- * _PyRuntime (3.13–3.15).  The rest of python/ never tests a version number
- * except through the few behaviour flags below. */
+ * flat struct of byte offsets and behaviour flags, filled from the
+ * minor's entry in python/py_minors.c: whole for 3.9–3.12, and from 3.13
+ * on completed by the _Py_DebugOffsets CPython embeds at the start of
+ * _PyRuntime.  The rest of python/ never tests a version number, only the
+ * flags below. */
 #pragma once
 
 #include <stdbool.h>
@@ -15,6 +16,13 @@
 enum py_frame_model {
         PY_FRAMES_OBJECTS,     /* 3.9/3.10: heap PyFrameObject, f_back, int f_lasti */
         PY_FRAMES_INTERPRETER, /* 3.11+: _PyInterpreterFrame in the data stack */
+};
+
+/* How a code object maps instruction positions to lines (python/py_line.c). */
+enum py_line_format {
+        PY_LINES_LNOTAB,    /* 3.9: co_lnotab; f_lasti counts bytes */
+        PY_LINES_310,       /* 3.10: co_linetable; f_lasti counts code units */
+        PY_LINES_LOCATIONS, /* 3.11+: the location table; code-unit index */
 };
 
 /* Where the GIL says who holds it (see python/py_gil.c). */
@@ -37,6 +45,36 @@ enum py_managed_dict {
         PY_MANAGED_311,    /* values pointer at -32, dict pointer at -24 */
         PY_MANAGED_312,    /* one word at -24: dict, or values - 1 (odd) */
         PY_MANAGED_INLINE, /* 3.13+: dict at -24, else values after tp_basicsize */
+};
+
+/* How a suspended coroutine's frame shows what it awaits
+ * (python/py_asyncio_tasks.c): measured on x86-64 GIL builds.  All zero
+ * (state 0): not measured for this minor, no task tree. */
+struct py_await_layout {
+        uint64_t state;     /* FutureObj.fut_state (int) */
+        uint64_t waiter;    /* TaskObj.task_fut_waiter */
+        uint64_t frame;     /* in a coroutine: its frame (3.11+), or a pointer to it */
+        bool frame_object;  /* 3.9: `frame` holds a pointer to a PyFrameObject */
+        uint64_t head;      /* frame bytes read: up to localsplus, or past f_lasti */
+        uint64_t stack;     /* in the frame: stacktop (int) or a pointer past the top */
+        uint64_t bottom;    /* in the frame: localsplus, or (3.9) f_valuestack's word */
+        bool stack_pointer; /* `stack` is a pointer (3.9, 3.14+) */
+        unsigned int slot;  /* the awaited object is slot-th from the top */
+};
+
+/* Where _asyncio keeps its tasks (python/py_asyncio*.c). */
+struct py_asyncio_layout {
+        /* TaskObj, measured (ctypes: the word of a task equal to
+         * id(task.get_name())); 0: not measured (then no task names
+         * unless module_debug). */
+        uint64_t task_size, task_name;
+        /* 3.14+: the _asyncio module publishes its own layout
+         * (_Py_AsyncioModuleDebugOffsets), tasks lists included */
+        bool module_debug;
+        /* 3.12+: asyncio.tasks keeps _scheduled_tasks and _eager_tasks,
+         * before it _all_tasks */
+        bool scheduled_tasks;
+        struct py_await_layout awaiting;
 };
 
 struct py_offsets {
@@ -80,6 +118,8 @@ struct py_offsets {
         uint64_t code_firstlineno;
         uint64_t code_adaptive;       /* 3.11+: co_code_adaptive */
         uint64_t code_firsttraceable; /* 3.11–3.13; 0 when unknown */
+        enum py_line_format line_format;
+        bool version_symbol; /* 3.11+: the binary exports Py_Version */
         /* str and bytes */
         uint64_t unicode_length;
         uint64_t unicode_state;
@@ -101,6 +141,8 @@ struct py_offsets {
         enum py_managed_dict managed_dict;
         uint64_t dict_values_header; /* bytes before PyDictValues.values */
         bool long_tagged;            /* 3.12+: PyLongObject.lv_tag, not ob_size */
+        uint64_t tuple_items;        /* PyTupleObject.ob_item (3.14+: after ob_hash) */
+        struct py_asyncio_layout asyncio;
         /* Free-threaded builds (--disable-gil, 3.13t): PyObject carries
          * ob_tid, ob_flags, ob_mutex, ob_gc_bits, ob_ref_local and
          * ob_ref_shared before ob_type, 16 bytes more than a GIL build's
@@ -120,8 +162,15 @@ bool py_offsets__for_minor(unsigned int minor, struct py_offsets *out);
 
 /* Parses the _Py_DebugOffsets copied from the start of _PyRuntime (3.13,
  * 3.14 and 3.15 layouts, and 3.13 free-threaded).  `version` is its
- * PY_VERSION_HEX.  Returns false (with a reason) for a bad cookie, another
- * minor, a free-threaded build of a minor other than 3.13 or implausible
- * values. */
+ * PY_VERSION_HEX.  Returns false, with one line in `why` that names the
+ * version (py_offsets__why_unsupported), for a bad cookie, a minor without
+ * an entry, a free-threaded build of a minor whose entry does not read
+ * it, or implausible values. */
 bool py_offsets__from_debug(const uint8_t *data, size_t len, struct py_offsets *out,
-                            uint32_t *version, const char **why);
+                            uint32_t *version, char *why, size_t why_size);
+
+/* One line: "CPython 3.16.0: <what> (splunk-profd reads ...)", naming
+ * `version` (a PY_VERSION_HEX; with only major and minor set, as when
+ * the minor comes from a file name, just "3.16") and the minors that
+ * have an entry. */
+void py_offsets__why_unsupported(uint32_t version, const char *what, char *why, size_t why_size);

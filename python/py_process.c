@@ -81,6 +81,7 @@
 #include "python/py_thread_names.h"
 #include "symbolize/symbolizer.h"
 #include "util/array.h"
+#include "util/backoff.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -171,6 +172,10 @@ struct py_process *py_process__new(pid_t pid, struct address_space *space,
         case PY_DISCOVERY_UNSUPPORTED:
                 log_warning("PID %d: %s; Python frames unavailable, native stacks only", (int)pid,
                             why);
+                free(py);
+                return NULL;
+        case PY_DISCOVERY_REFUSED: /* warned when first refused */
+                log_debug("PID %d: %s; native stacks only", (int)pid, why);
                 free(py);
                 return NULL;
         }
@@ -666,15 +671,20 @@ bool py_process__sample_reusable(struct py_process *py, const struct capture *ca
 static bool names_due(const struct py_thread_names *names, const struct py_thread_name *entry,
                       uint64_t now_ns)
 {
+        static const struct backoff_policy unnamed = {
+            .first_ns = PY_NAMES_RETRY_NS,
+            .max_ns = PY_NAMES_RETRY_NS << (PY_NAMES_TRIES - 1),
+            .retries = PY_NAMES_TRIES,
+        };
         uint64_t elapsed = now_ns - names->refreshed_ns;
 
         if (elapsed >= PY_NAMES_REFRESH_NS)
                 return true;
         if (!entry)
                 return elapsed >= PY_NAMES_RETRY_NS;
-        if (entry->misses == 0 || entry->misses > PY_NAMES_TRIES)
-                return false;
-        return elapsed >= PY_NAMES_RETRY_NS << (entry->misses - 1);
+        /* misses: the refreshes so far that found it without a name */
+        return entry->misses &&
+               backoff_policy__due(&unnamed, entry->misses, names->refreshed_ns, now_ns);
 }
 
 static const char *python_name(struct py_process *py, const struct py_thread *t, pid_t tid)

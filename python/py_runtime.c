@@ -110,7 +110,7 @@ static enum py_discovery binary_of(pid_t pid, struct address_space *space,
                                    const struct candidate *c, struct py_binary **out,
                                    uint64_t *bias, char *why, size_t why_size)
 {
-        const char *key = NULL;
+        const char *key = NULL, *refused;
 
         if (space && binaries &&
             address_space__file_key(space, maps->maps[c->first_map].start, &key, bias)) {
@@ -119,6 +119,10 @@ static enum py_discovery binary_of(pid_t pid, struct address_space *space,
                         log_debug("PID %d: %s: CPython binary already known, not read again",
                                   (int)pid, maps->maps[c->first_map].path);
                         return PY_DISCOVERY_FOUND;
+                }
+                if ((refused = py_binaries__refused(binaries, key))) {
+                        snprintf(why, why_size, "%s", refused);
+                        return PY_DISCOVERY_REFUSED;
                 }
         }
         return py_binary__read(binaries, key, pid, maps, c->first_map, c->n_maps, out, bias, why,
@@ -205,7 +209,8 @@ enum py_discovery py_runtime__discover(pid_t pid, struct address_space *space,
                                                     out, reason, sizeof(reason));
                 if (r == PY_DISCOVERY_FOUND)
                         return r;
-                if (r == PY_DISCOVERY_UNSUPPORTED)
+                if (r == PY_DISCOVERY_UNSUPPORTED ||
+                    (r == PY_DISCOVERY_REFUSED && best == PY_DISCOVERY_NOT_PYTHON))
                         best = r;
         }
         snprintf(why, why_size, "%s", reason);

@@ -56,19 +56,11 @@
 #define NODE_SLOTS_MAX  64
 #define HAMT_NODES_MAX  64
 #define HAMT_DEPTH_MAX  8
-#define TUPLE_ITEMS_AT  24 /* 3.14+: after the cached hash, at 32 */
 #define LONG_SIZE_AT    16
 #define LONG_DIGITS_AT  24
 #define SPAN_KEY        "current-span"
-#define RETRY_NS        (1000ull * 1000 * 1000)
-#define RETRY_MAX_NS    (32000ull * 1000 * 1000)
 
 enum node_kind { NODE_BITMAP, NODE_ARRAY, NODE_COLLISION, NODE_UNKNOWN };
-
-static uint64_t tuple_items_at(const struct py_offsets *o)
-{
-        return o->minor >= 14 ? TUPLE_ITEMS_AT + 8 : TUPLE_ITEMS_AT;
-}
 
 static bool plausible(uint64_t address)
 {
@@ -86,17 +78,17 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
         *s = (struct py_task_span){.pid = pid, .runtime = runtime};
 }
 
+/* opentelemetry.context is looked for after 1 s, 2 s... up to every 32 s. */
+static const struct backoff_policy look_up_policy = {.first_ns = 1000ull * 1000 * 1000,
+                                                     .max_ns = 32000ull * 1000 * 1000};
+
 static void look_up(struct py_task_span *s, uint64_t now_ns)
 {
         const struct py_offsets *o = s->runtime->offsets;
         uint64_t dict, runtime_context;
 
-        if (s->looked_up_ns && now_ns - s->looked_up_ns < s->retry_ns)
+        if (!backoff__attempt(&s->look_up, &look_up_policy, now_ns))
                 return;
-        s->looked_up_ns = now_ns;
-        s->retry_ns = s->retry_ns ? s->retry_ns * 2 : RETRY_NS;
-        if (s->retry_ns > RETRY_MAX_NS)
-                s->retry_ns = RETRY_MAX_NS;
         if (!(dict = py_runtime__module_dict(s->pid, s->runtime, "opentelemetry.context")) ||
             !(runtime_context = py_dict__find(s->pid, o, dict, "_RUNTIME_CONTEXT")))
                 return;
@@ -247,9 +239,8 @@ static enum py_task_span_result decode(struct py_task_span *s, uint64_t root)
         if (!k.span)
                 return PY_TASK_SPAN_NONE;
         span_context = py_dict__instance_attribute(s->pid, o, k.span, "_context");
-        if (!plausible(span_context) ||
-            remote_memory__read(s->pid, span_context + tuple_items_at(o), items, sizeof(items)) !=
-                sizeof(items))
+        if (!plausible(span_context) || remote_memory__read(s->pid, span_context + o->tuple_items,
+                                                            items, sizeof(items)) != sizeof(items))
                 return PY_TASK_SPAN_UNKNOWN;
         if (!long_hex(s, items[0], 16, s->trace_id) || !long_hex(s, items[1], 8, s->span_id))
                 return PY_TASK_SPAN_NONE; /* the invalid span (zero ids) */

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "python/py_runtime.h"
+#include "util/backoff.h"
 
 enum py_task_span_result {
         PY_TASK_SPAN_UNKNOWN, /* could not tell: the thread's own slot stays */
@@ -26,8 +27,8 @@ enum py_task_span_result {
 struct py_task_span {
         pid_t pid;
         const struct py_runtime *runtime;
-        uint64_t var; /* opentelemetry.context's ContextVar, 0 while unknown */
-        uint64_t looked_up_ns, retry_ns;
+        uint64_t var;                   /* opentelemetry.context's ContextVar, 0 while unknown */
+        struct backoff look_up;         /* attempts to find `var` */
         uint64_t node_types[3];         /* HAMT bitmap, array, collision node types, as found */
         char trace_id[33], span_id[17]; /* the last span read */
 };

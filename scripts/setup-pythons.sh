@@ -10,9 +10,10 @@
 #   3.15-forky    forky     python3.15 (3.15): a copy of 3.14-forky's root
 #                           plus forky's python3.15 package (apt-get)
 #
-# Each of 3.13, 3.14 and 3.15 also gets Debian's python3-fastapi and
+# Each of 3.9, 3.13, 3.14 and 3.15 also gets Debian's python3-fastapi and
 # python3-uvicorn (tests/test_asyncio_fastapi.py; the host's 3.11 gets them
-# from scripts/setup.sh).  forky's python3-pydantic-core is built for 3.14
+# from scripts/setup.sh; bullseye's are FastAPI 0.63 and uvicorn 0.13,
+# ~40 s to install).  forky's python3-pydantic-core is built for 3.14
 # only, so 3.15 gets pydantic and pydantic-core from PyPI wheels (cp315,
 # pinned) in its /usr/local/lib/python3.15/dist-packages, ahead of Debian's.
 # ~40 s per chroot when cold, a second when done.
@@ -199,6 +200,7 @@ main() {
     ensure_added $added
   done
 
+  ensure_web 3.9-bullseye python3
   ensure_web 3.13-trixie python3
   ensure_web 3.14-forky python3
   ensure_web 3.15-forky python3.15 pydantic==2.14.4 pydantic-core==2.50.5

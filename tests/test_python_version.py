@@ -2,11 +2,13 @@
 from its file name: a 3.9 interpreter (no Py_Version symbol, no debug
 offsets) copied by `python3 -m venv --copies` runs as .../bin/python3 or
 .../bin/python, and must still get Python frames
-(tests/python_targets/blockers.py, dumped once)."""
+(tests/python_targets/blockers.py, dumped once).  A minor splunk-profd has
+no entry for gets one warning that names it."""
 
 import json
 import re
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -54,3 +56,39 @@ def test_39_copy_without_version_in_its_name(venv_39, name, profd):
             assert frame in result.stdout, f"no {frame} in the dump:\n{result.stdout}"
     finally:
         target.kill()
+
+
+def patch_debug_version(path, version_hex):
+    """Rewrites the version word of the _Py_DebugOffsets at the start of
+    the .PyRuntime section of the binary at path (a copy)."""
+    sections = subprocess.run(["readelf", "-SW", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+    line = next(l for l in sections.splitlines() if " .PyRuntime " in l)
+    offset = int(line.split("]", 1)[1].split()[3], 16)
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        assert f.read(8) == b"xdebugpy", path
+        f.write(struct.pack("<Q", version_hex))
+
+
+def test_unknown_minor_warns_once(pythons, profd):
+    """3.15's interpreter with its debug offsets saying 3.16.0, started by
+    `record -- COMMAND`: the exec'd target is looked at again and again
+    while its runtime may still be coming up (three warnings per 3 s run
+    before), but the user is told once, with the version, and gets
+    native stacks."""
+    interpreter = pythons["3.15-forky"]
+    seen = interpreter.install([interpreter.host_path("/usr/bin/python3.15")])
+    binary = seen / "python3.15"
+    patch_debug_version(interpreter.host_path(binary), 0x031000F0)
+    try:
+        result = profd.run("record", "--duration", 2, "--", "/usr/sbin/chroot", interpreter.root,
+                           binary, "-c", "import time; time.sleep(3)", timeout=30)
+        assert result.returncode == 0, str(result)
+        warned = [l for l in result.stderr.splitlines() if "CPython 3.16" in l]
+        assert len(warned) == 1, str(result)
+        assert "CPython 3.16.0:" in warned[0] and "warning" in warned[0], warned
+        assert "3.9 to 3.15" in warned[0], warned
+        assert "native stacks only" in warned[0], warned
+    finally:
+        shutil.rmtree(interpreter.host_path(seen), ignore_errors=True)

@@ -12,26 +12,37 @@ ends right after plain_crunch (its last sample is soon followed by the
 task's end, and its memory's reuse), which the stop window's copy of the
 name must not notice (tests/test_asyncio_fastapi.py).
 
+With "no-otel" (3.9: the OpenTelemetry the tests copy needs 3.10+) the
+span is a plain generator-based context manager of the same shape, and
+the writer is not installed.
+
 Listens on 127.0.0.1 on a port the kernel picks; prints "ready", then
 {"version": ..., "port": ...}, then serves until killed."""
 
 import asyncio
+import contextlib
 import json
 import socket
 import sys
 import time
 
 from fastapi import FastAPI
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-import splunk_profd_context
 import uvicorn
 
 TASK_TAIL = "no-task-tail" not in sys.argv[1:]
 
-splunk_profd_context.install()
-trace.set_tracer_provider(TracerProvider())
-tracer = trace.get_tracer("fastapi_app")
+if "no-otel" in sys.argv[1:]:
+    @contextlib.contextmanager
+    def start_span(name):
+        yield name
+else:
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    import splunk_profd_context
+
+    splunk_profd_context.install()
+    trace.set_tracer_provider(TracerProvider())
+    start_span = trace.get_tracer("fastapi_app").start_as_current_span
 app = FastAPI()
 
 
@@ -58,7 +69,7 @@ def task_tail():
 
 
 async def handle():
-    with tracer.start_as_current_span("work"):
+    with start_span("work"):
         await asyncio.sleep(0)
         traced_crunch()
         await asyncio.sleep(0)
