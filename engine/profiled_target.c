@@ -6,12 +6,14 @@
 #include "engine/profiled_target.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "attach/proc_thread.h"
 #include "otlp/otlp_target.h"
 #include "pprof/sample_recorder.h"
 #include "python/py_process.h"
+#include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
 #include "util/clock.h"
@@ -44,14 +46,50 @@ static void prepare_export(struct registry *registry, struct target *target,
                 otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
 
+/* What each part of a target's set-up cost the tracer thread, for the -vv
+ * line (bench/event_latency.py --steps sums them). */
+enum setup_part {
+        PART_MAPS,
+        PART_SPACE,
+        PART_UNWINDER,
+        PART_PYTHON,
+        PART_CONTEXT,
+        PART_EXPORT,
+        PART_N
+};
+
+static const char *const setup_part_names[PART_N] = {"maps read", "ELF report", "unwinder",
+                                                     "Python",    "context",    "export"};
+
+static void log_setup(const struct target *target, const uint64_t at_ns[PART_N + 1])
+{
+        char parts[256] = "";
+        size_t len = 0;
+
+        for (int i = 0; i < PART_N && len < sizeof(parts); i++)
+                len += (size_t)snprintf(parts + len, sizeof(parts) - len, "%s%s %llu us",
+                                        i ? ", " : "", setup_part_names[i],
+                                        (unsigned long long)(at_ns[i + 1] - at_ns[i]) / 1000);
+        log_debug("PID %d: set up in %llu us (%s)", (int)target->pid,
+                  (unsigned long long)(at_ns[PART_N] - at_ns[0]) / 1000, parts);
+}
+
 int profiled_target__prepare(struct registry *registry, struct target *target)
 {
         struct profiled_target *profiled = calloc(1, sizeof(*profiled));
-        uint64_t start_ns = monotonic_ns(), python_ns;
+        uint64_t at_ns[PART_N + 1];
 
         if (!profiled)
                 return -ENOMEM;
-        profiled->space = address_space__new(registry->symbolizer, target->mem_pid);
+        at_ns[PART_MAPS] = monotonic_ns();
+        char *maps = NULL;
+        size_t len = 0;
+        int r = proc_maps__read(target->mem_pid, &maps, &len);
+        at_ns[PART_SPACE] = monotonic_ns();
+        if (r >= 0)
+                profiled->space =
+                    address_space__new_with_maps(registry->symbolizer, target->mem_pid, maps, len);
+        at_ns[PART_UNWINDER] = monotonic_ns();
         if (profiled->space)
                 profiled->unwinder = native_unwinder__new(profiled->space, target->mem_pid);
         if (!profiled->unwinder)
@@ -61,18 +99,12 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
         if (registry->builder)
                 sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
                                                   proc_process__start_code(target->mem_pid));
-        python_ns = monotonic_ns();
+        at_ns[PART_PYTHON] = monotonic_ns();
         profiled->python = py_process__new(target->mem_pid, profiled->space, &registry->py_binaries,
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
-        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
-        /* What a new target costs the tracer thread (bench/RESULTS.md). */
-        log_debug("PID %d: set up in %llu us (symbols and unwinder %llu us, Python %llu us)",
-                  (int)target->pid,
-                  (unsigned long long)(profiled->last_refresh_ns - start_ns) / 1000,
-                  (unsigned long long)(python_ns - start_ns) / 1000,
-                  (unsigned long long)(profiled->last_refresh_ns - python_ns) / 1000);
+        at_ns[PART_CONTEXT] = profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
         profiled->python_tried_generation = profiled_target__maps_generation(profiled);
         profiled->python_tried_ns = profiled->last_refresh_ns;
         if (!profiled->python && target->execed)
@@ -84,7 +116,10 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
             profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
                                 profiled_target__maps_generation(profiled), maps_text, maps_len);
+        at_ns[PART_EXPORT] = monotonic_ns();
         prepare_export(registry, target, profiled);
+        at_ns[PART_N] = monotonic_ns();
+        log_setup(target, at_ns); /* what a new target costs the tracer (bench/RESULTS.md) */
         return 0;
 }
 
