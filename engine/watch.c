@@ -171,6 +171,7 @@ static enum seen_state examine(void *arg, pid_t pid, int previous)
         default:
                 return SEEN_REJECTED;
         }
+        event_pump__busy(registry, "watch: facts"); /* decide's reads of /proc */
         if (decide(registry, pid) != VERDICT_PROFILE)
                 return SEEN_REJECTED;
         return attach(registry, pid);
