@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "attach/proc_thread.h"
+#include "engine/event_pump.h"
 #include "otlp/otlp_target.h"
 #include "pprof/sample_recorder.h"
 #include "python/py_process.h"
@@ -61,34 +62,39 @@ enum setup_part {
 static const char *const setup_part_names[PART_N] = {"maps read", "ELF report", "unwinder",
                                                      "Python",    "context",    "export"};
 
-static void log_setup(const struct target *target, const uint64_t at_ns[PART_N + 1])
+/* `off_tracer`: the maps part was the maps reader's wait, not the
+ * tracer's, and is not in the total. */
+static void log_setup(const struct target *target, const uint64_t at_ns[PART_N + 1],
+                      bool off_tracer)
 {
         char parts[256] = "";
         size_t len = 0;
 
         for (int i = 0; i < PART_N && len < sizeof(parts); i++)
-                len += (size_t)snprintf(parts + len, sizeof(parts) - len, "%s%s %llu us",
-                                        i ? ", " : "", setup_part_names[i],
-                                        (unsigned long long)(at_ns[i + 1] - at_ns[i]) / 1000);
+                len += (size_t)snprintf(
+                    parts + len, sizeof(parts) - len, "%s%s %llu us", i ? ", " : "",
+                    i == PART_MAPS && off_tracer ? "maps wait off the tracer" : setup_part_names[i],
+                    (unsigned long long)(at_ns[i + 1] - at_ns[i]) / 1000);
         log_debug("PID %d: set up in %llu us (%s)", (int)target->pid,
-                  (unsigned long long)(at_ns[PART_N] - at_ns[0]) / 1000, parts);
+                  (unsigned long long)(at_ns[PART_N] - at_ns[off_tracer ? PART_SPACE : 0]) / 1000,
+                  parts);
 }
 
-int profiled_target__prepare(struct registry *registry, struct target *target)
+/* The set-up from the maps text (`maps`, `len` bytes, ownership passes;
+ * NULL when `read_error` < 0: the target then goes without symbols and
+ * native unwinding, as any part that cannot be set up).  at_ns[PART_MAPS]
+ * and at_ns[PART_SPACE] bound how the text was got. */
+static int prepare_with_maps(struct registry *registry, struct target *target, int read_error,
+                             char *maps, size_t len, uint64_t at_ns[PART_N + 1], bool off_tracer)
 {
+        _cleanup_free_ char *text = maps;
         struct profiled_target *profiled = calloc(1, sizeof(*profiled));
-        uint64_t at_ns[PART_N + 1];
 
         if (!profiled)
                 return -ENOMEM;
-        at_ns[PART_MAPS] = monotonic_ns();
-        char *maps = NULL;
-        size_t len = 0;
-        int r = proc_maps__read(target->mem_pid, &maps, &len);
-        at_ns[PART_SPACE] = monotonic_ns();
-        if (r >= 0)
-                profiled->space =
-                    address_space__new_with_maps(registry->symbolizer, target->mem_pid, maps, len);
+        if (read_error >= 0)
+                profiled->space = address_space__new_with_maps(
+                    registry->symbolizer, target->mem_pid, take_ptr(text), len);
         at_ns[PART_UNWINDER] = monotonic_ns();
         if (profiled->space)
                 profiled->unwinder = native_unwinder__new(profiled->space, target->mem_pid);
@@ -119,8 +125,38 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
         at_ns[PART_EXPORT] = monotonic_ns();
         prepare_export(registry, target, profiled);
         at_ns[PART_N] = monotonic_ns();
-        log_setup(target, at_ns); /* what a new target costs the tracer (bench/RESULTS.md) */
+        log_setup(target, at_ns, off_tracer); /* what a new target costs the tracer */
         return 0;
+}
+
+int profiled_target__prepare(struct registry *registry, struct target *target)
+{
+        uint64_t at_ns[PART_N + 1];
+        char *maps = NULL;
+        size_t len = 0;
+        int r;
+
+        target->setup_serial = 0;
+        at_ns[PART_MAPS] = monotonic_ns();
+        r = proc_maps__read(target->mem_pid, &maps, &len);
+        at_ns[PART_SPACE] = monotonic_ns();
+        return prepare_with_maps(registry, target, r, maps, len, at_ns, false);
+}
+
+int profiled_target__ask_setup(struct registry *registry, struct target *target, uint64_t now_ns)
+{
+        uint64_t serial = ++registry->maps_serial;
+
+        if (!maps_reader__ask(&registry->maps_reader, target->mem_pid, serial))
+                return profiled_target__prepare(registry, target);
+        target->setup_serial = serial;
+        target->setup_asked_ns = now_ns;
+        return 0;
+}
+
+bool profiled_target__setup_awaited(const struct target *target, uint64_t now_ns)
+{
+        return target->setup_serial && now_ns - target->setup_asked_ns < MAPS_ANSWER_TIMEOUT_NS;
 }
 
 void profiled_target__retry_python(struct registry *registry, struct target *target,
@@ -163,6 +199,27 @@ void profiled_target__ask_maps(struct registry *registry, struct target *target,
         profiled->maps_asked_ns = now_ns;
 }
 
+/* The target whose set-up waits for `reply`, if any: it is set up now,
+ * and the events that came meanwhile are answered before the next. */
+static bool set_up_from(struct registry *registry, struct maps_reply *reply)
+{
+        struct tthread *thread;
+        struct target *target = target_set__find(&registry->targets, reply->pid, &thread);
+        uint64_t at_ns[PART_N + 1];
+
+        if (!target || target->owner || target->gone || target->releasing ||
+            target->setup_serial != reply->serial)
+                return false;
+        target->setup_serial = 0;
+        at_ns[PART_MAPS] = target->setup_asked_ns;
+        at_ns[PART_SPACE] = monotonic_ns();
+        event_pump__busy(registry, "set-up");
+        (void)prepare_with_maps(registry, target, reply->error, reply->text, reply->len, at_ns,
+                                true);
+        event_pump__wait(registry, 0);
+        return true;
+}
+
 /* The target that asked for `reply`, if it still waits for that one. */
 static struct profiled_target *asker_of(struct registry *registry, const struct maps_reply *reply)
 {
@@ -180,6 +237,8 @@ void profiled_target__take_maps(struct registry *registry)
         struct maps_reply reply;
 
         while (maps_reader__take(&registry->maps_reader, &reply)) {
+                if (set_up_from(registry, &reply))
+                        continue;
                 struct profiled_target *profiled = asker_of(registry, &reply);
 
                 if (!profiled || reply.error < 0) {
@@ -226,6 +285,7 @@ void profiled_target__flush(struct registry *registry, struct target *target, ui
 
 void profiled_target__release(struct registry *registry, struct target *target)
 {
+        target->setup_serial = 0; /* a set-up asked before an exec is not for the new program */
         profiled_target__flush(registry, target, 0, true, true);
         profiled_target__free(target);
 }

@@ -259,14 +259,18 @@ static void trim_heap(struct watch *watch, uint64_t capture_bytes_freed, uint64_
         watch->last_trim_ns = now_ns;
 }
 
-/* Per-process setup (address space, Python runtime discovery, export
- * record) takes milliseconds per process, and under churn many processes
- * arrive at once.  It must not hold up ticks, nor forked children waiting
- * in their first stop, nor the interrupted threads of other targets: so
- * one target at a time, ptrace events handled after each (which resumes
- * new children and threads), and no more once the next tick is due (but
- * one per tick even so, so that set-up goes on however late ticks run).
- * The oldest targets go first: targets are appended to the set. */
+/* Per-process set-up (address space, Python runtime discovery, export
+ * record) must not hold up ticks, nor forked children waiting in their
+ * first stop, nor the interrupted threads of other targets.  Its first
+ * step, reading /proc/PID/maps, can wait tens of ms on a starting
+ * process's mmap lock: the maps reader does it, and the rest follows when
+ * the text comes (profiled_target__take_maps, here and at each tick).
+ * The rest is CPU work, about a millisecond per process (bench/RESULTS.md),
+ * and under churn many processes arrive at once: so one target at a time,
+ * ptrace events handled after each (which resumes new children and
+ * threads), and no more once the next tick is due (but one per tick even
+ * so, so that set-up goes on however late ticks run).  The oldest targets
+ * go first: targets are appended to the set. */
 static void prepare_new(struct registry *registry, uint64_t deadline_ns)
 {
         size_t prepared = 0;
@@ -281,6 +285,8 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                         profiled_target__retry_python(registry, target, monotonic_ns());
                         continue;
                 }
+                if (profiled_target__setup_awaited(target, monotonic_ns()))
+                        continue;
                 if (monotonic_ns() >= deadline_ns) {
                         if (prepared > 0 ||
                             registry->watch->prepared_at_tick == registry->stats.ticks)
@@ -288,7 +294,7 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                         registry->watch->prepared_at_tick = registry->stats.ticks;
                 }
                 event_pump__busy(registry, "watch: set-up");
-                (void)profiled_target__prepare(registry, target);
+                (void)profiled_target__ask_setup(registry, target, monotonic_ns());
                 prepared++;
                 event_pump__wait(registry, 0); /* may add targets: i is re-read */
         }
@@ -388,6 +394,7 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
         trim_heap(watch, registry->stats.capture_bytes_freed, now_ns);
         discovery__pass(&watch->discovery, now_ns, examine, registry);
         event_pump__busy(registry, "watch: set-up");
+        profiled_target__take_maps(registry); /* the set-ups whose maps came */
         prepare_new(registry, deadline_ns);
         event_pump__busy(registry, "watch: release");
         release_step(registry);
