@@ -141,6 +141,11 @@ bool maps_reader__ask_for(struct maps_reader *reader, pid_t pid, uint64_t serial
         return write(reader->request_fd[1], &request, sizeof(request)) == sizeof(request);
 }
 
+int maps_reader__fd(const struct maps_reader *reader)
+{
+        return reader->running ? reader->reply_fd[0] : -1;
+}
+
 bool maps_reader__take(struct maps_reader *reader, struct maps_reply *reply)
 {
         if (reader->reply_fd[0] < 0)

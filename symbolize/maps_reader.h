@@ -62,5 +62,7 @@ void maps_reader__stop(struct maps_reader *reader);
 bool maps_reader__ask(struct maps_reader *reader, pid_t pid, uint64_t serial);
 /* The same for `what` (enum maps_reader_what). */
 bool maps_reader__ask_for(struct maps_reader *reader, pid_t pid, uint64_t serial, int what);
+/* The descriptor that polls readable while a reply waits, or -1. */
+int maps_reader__fd(const struct maps_reader *reader);
 /* Takes one reply waiting, never blocks; false when none waits. */
 bool maps_reader__take(struct maps_reader *reader, struct maps_reply *reply);
