@@ -8,9 +8,10 @@ answers) and sums the time spent in rounds of 10 ms or more ("stalled"),
 which a percentile of rounds understates (one long wait is one round).
 An unlabelled probe runs at the same moment, untraced, as the host's own
 baseline: a loaded 2-core host holds a sleepy process for milliseconds, at
-times a second, without any profiler.  The bounds are generous (a host at
-load 5-10 measured stalled shares under 5%, signal p99 under 10 ms): they
-catch set-up on the tracer thread, not a few ms.  A set-up read that
+times a second, without any profiler.  The bounds are generous (at load
+8-16 on the 2 vCPUs this code measured 17-25 points more stalled than the
+untraced probe and a signal p99 of 16-24 ms): they catch set-up on the
+tracer thread, not a few ms.  A set-up read that
 waits 100 ms (a starting process's mmap lock held a read of its maps
 40-77 ms, other targets' events 132-458 ms: bench/RESULTS.md, issue 20),
 planted in the maps read, fails this test on the code before that read
@@ -39,7 +40,7 @@ CHURN_PER_SECOND = 10
 # Each churn process: a moment of work, then asleep long enough to be
 # discovered, attached and set up (about 11 alive at a time).
 CHURN_CODE = "import time\nt=time.time()\nwhile time.time()-t<0.02: pass\ntime.sleep(1)\n"
-STALLED_SHARE_MAX = 0.30  # beyond the untraced probe's
+STALLED_SHARE_MAX = 0.40  # beyond the untraced probe's
 SIGNAL_P99_MAX_MS = 50  # beyond the untraced probe's
 ROUND_MAX_MS = 500  # beyond the untraced probe's longest
 # A host that holds even the untraced, sleepy probe this long cannot tell
