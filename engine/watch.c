@@ -40,8 +40,8 @@
 #include "engine/event_pump.h"
 #include "engine/profiled_target.h"
 #include "otlp/exporter.h"
-#include "util/cleanup.h"
 #include "symbolize/symbolizer.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
@@ -327,12 +327,13 @@ static void trim_heap(struct watch *watch, uint64_t capture_bytes_freed, uint64_
  * step, reading /proc/PID/maps, can wait tens of ms on a starting
  * process's mmap lock: the maps reader does it, and the rest follows when
  * the text comes (profiled_target__take_maps, here and at each tick).
- * The rest is CPU work, about a millisecond per process (bench/RESULTS.md),
- * and under churn many processes arrive at once: so one target at a time,
- * ptrace events handled after each (which resumes new children and
- * threads), and no more once the next tick is due (but one per tick even
- * so, so that set-up goes on however late ticks run).  The oldest targets
- * go first: targets are appended to the set. */
+ * The rest is mostly CPU work, about a millisecond per process (its reads
+ * of the target's memory and map_files can still wait on that lock:
+ * bench/RESULTS.md), and under churn many processes arrive at once: so
+ * one target at a time, ptrace events handled after each (which resumes
+ * new children and threads), and no more once the next tick is due (but
+ * one per tick even so, so that set-up goes on however late ticks run).
+ * The oldest targets go first: targets are appended to the set. */
 static void prepare_new(struct registry *registry, uint64_t deadline_ns)
 {
         size_t prepared = 0;
