@@ -272,9 +272,17 @@ void watch__on_fork(struct registry *registry, struct target *parent, pid_t chil
         log_info("watch: following PID %d, forked by PID %d", (int)child, (int)parent->pid);
 }
 
+/* Judged here, in the exec stop: the process is stopped with one thread
+ * left and holds neither its exec lock (released before the stop is
+ * reported) nor its mmap lock, so the reads wait on nothing (the -vv line
+ * measures them, bench/RESULTS.md). */
 void watch__on_exec(struct registry *registry, struct target *target)
 {
+        uint64_t start_ns = monotonic_ns();
         enum verdict verdict = decide(registry, target->pid);
+
+        log_debug("PID %d: exec judged in %llu us", (int)target->pid,
+                  (unsigned long long)(monotonic_ns() - start_ns) / 1000);
 
         /* The new program gets fresh state (or none). */
         profiled_target__release(registry, target);
