@@ -119,6 +119,9 @@ struct target {
         bool same_pid_ns; /* lives in /proc's PID namespace: ids need no mapping */
         struct target_options options;
         void *owner; /* the sampler's per-target state, not owned here */
+        /* The owner's set-up, asked of a worker and not answered yet: the
+         * request's serial (0: none) and when (engine/profiled_target.h). */
+        uint64_t setup_serial, setup_asked_ns;
         size_t n_threads, threads_capacity;
         struct tthread **threads;
 };

@@ -133,7 +133,24 @@ def late_steps(text):
             by_step[label.strip()] = (total + int(us), max(most, int(us)))
     steps = sorted(by_step.items(), key=lambda kv: -kv[1][0])
     return f"\n  late answers={late}; by step, sum/max ms: " + ", ".join(
-        f"{label} {total / 1000:.0f}/{most / 1000:.0f}" for label, (total, most) in steps)
+        f"{label} {total / 1000:.0f}/{most / 1000:.0f}" for label, (total, most) in steps) + setup_steps(text)
+
+
+def setup_steps(text):
+    """From -vv: what each new process's set-up cost the tracer thread
+    (profiled_target.c's "set up in" line), per part, p50/p99/max in µs."""
+    parts = {}
+    for line in re.findall(r"set up in (\d+) us \((.*?)\)\s*$", text, re.M):
+        parts.setdefault("total", []).append(int(line[0]))
+        for label, us in re.findall(r"([^,(]+?) (\d+) us", line[1]):
+            parts.setdefault(label.strip(), []).append(int(us))
+    if not parts:
+        return ""
+    def pct(v, q):
+        v = sorted(v)
+        return v[min(len(v) - 1, int(q * len(v)))]
+    return f"\n  set-ups={len(parts['total'])}; on the tracer, p50/p99/max us: " + ", ".join(
+        f"{label} {pct(v, .5)}/{pct(v, .99)}/{max(v)}" for label, v in parts.items())
 
 
 def run(name, build, traced, churn):

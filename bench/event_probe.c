@@ -21,7 +21,10 @@
  * --wait-traced: first wait (up to 60 s) until a tracer has attached, then
  * one second more so that its own set-up of this process is over.
  * Prints one line: "op=name n= p50_us= p99_us= max_us=" per op, then
- * "raise_per_s=N". */
+ * "raise_per_s=N", then "stalled_ms=S run_ms=R": S is the time spent in
+ * rounds that took STALL_NS or more (a round waits while the tracer does
+ * not answer, so S/R is the share of the run the tracer held the probe,
+ * which a percentile of rounds understates: a long wait is one round). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -37,6 +40,7 @@
 #define MAX_SAMPLES 200000
 #define BURST       200
 #define BURST_NS    (5 * 1000 * 1000)
+#define STALL_NS    (10 * 1000 * 1000)
 
 enum op { OP_SIGNAL, OP_CLONE, OP_THREAD, OP_FORK, OP_CHILD, OP_REAP, OP_COUNT };
 
@@ -168,7 +172,7 @@ int main(int argc, char **argv)
         double seconds = argc > 1 ? atof(argv[1]) : 10, per_s_sum = 0;
         bool wait_traced = argc > 2 && strcmp(argv[2], "--wait-traced") == 0;
         struct timespec ms = {.tv_nsec = 1000000};
-        uint64_t end, next_burst;
+        uint64_t start, end, next_burst, stalled_ns = 0;
         size_t bursts = 0;
         volatile uint64_t *stamps =
             mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -189,15 +193,19 @@ int main(int argc, char **argv)
         }
         printf("ready\n");
         fflush(stdout);
-        end = now_ns() + (uint64_t)(seconds * 1e9);
+        start = now_ns();
+        end = start + (uint64_t)(seconds * 1e9);
         next_burst = now_ns();
         for (unsigned i = 0; now_ns() < end; i++) {
+                uint64_t round_ns = now_ns();
                 if (i % 10 == 3)
                         time_thread();
                 else if (i % 50 == 8)
                         time_fork(stamps);
                 else
                         time_signal();
+                round_ns = now_ns() - round_ns;
+                stalled_ns += round_ns >= STALL_NS ? round_ns : 0;
                 if (now_ns() >= next_burst) {
                         per_s_sum += burst_per_s();
                         bursts++;
@@ -208,5 +216,6 @@ int main(int argc, char **argv)
         for (int op = 0; op < OP_COUNT; op++)
                 report(op);
         printf("raise_per_s=%.0f\n", bursts ? per_s_sum / (double)bursts : 0);
+        printf("stalled_ms=%.0f run_ms=%.0f\n", stalled_ns / 1e6, (now_ns() - start) / 1e6);
         return handled > 0 ? 0 : 1;
 }

@@ -350,7 +350,7 @@ static int read_environ(pid_t pid, struct proc_facts *facts)
         return 0;
 }
 
-int proc_facts__read(pid_t pid, struct proc_facts *facts)
+int proc_facts__read_but_environ(pid_t pid, struct proc_facts *facts)
 {
         char path[64];
         ssize_t n;
@@ -364,7 +364,14 @@ int proc_facts__read(pid_t pid, struct proc_facts *facts)
         facts->exe[n] = '\0';
         read_uid(pid, facts);
         read_cgroup(pid, facts);
-        return read_environ(pid, facts);
+        return 0;
+}
+
+int proc_facts__read(pid_t pid, struct proc_facts *facts)
+{
+        int r = proc_facts__read_but_environ(pid, facts);
+
+        return r < 0 ? r : read_environ(pid, facts);
 }
 
 void proc_facts__release(struct proc_facts *facts)
@@ -372,6 +379,15 @@ void proc_facts__release(struct proc_facts *facts)
         free(facts->environ);
         facts->environ = NULL;
         facts->environ_len = 0;
+}
+
+bool proc_facts__maps_have_segment(const char *text, size_t len)
+{
+        static const char needle[] = "/memfd:" CONTEXT_MEMFD_NAME;
+
+        /* The text is bounded (PROC_MAPS_MAX_TEXT) and the needle has no
+         * newline: a match is within one line, as a line scan finds it. */
+        return text && memmem(text, len, needle, sizeof(needle) - 1) != NULL;
 }
 
 bool proc_facts__has_segment(pid_t pid)

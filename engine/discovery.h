@@ -25,6 +25,7 @@ enum seen_state {
         SEEN_REJECTED,     /* not labelled, denied, kernel thread, ... */
         SEEN_TRACED_OTHER, /* another tracer holds it (logged once) */
         SEEN_TARGET,       /* profiled (or being released) */
+        SEEN_LOOKING,      /* its facts are being read off the tracer (facts_reader.h) */
 };
 
 struct seen_entry {
@@ -60,6 +61,11 @@ void discovery__set(struct discovery *discovery, pid_t pid, enum seen_state stat
 /* Reads what the rules need: uid, exe, cgroup/unit, environment (first
  * 64 KiB).  0 or -errno. */
 int proc_facts__read(pid_t pid, struct proc_facts *facts);
+/* The same without the environment (the caller has it from the maps
+ * reader): the reads that wait on no lock of the process. */
+int proc_facts__read_but_environ(pid_t pid, struct proc_facts *facts);
 void proc_facts__release(struct proc_facts *facts);
 /* The span-context segment is mapped. */
 bool proc_facts__has_segment(pid_t pid);
+/* The same from a maps text read elsewhere (`len` bytes, NULL: no). */
+bool proc_facts__maps_have_segment(const char *text, size_t len);

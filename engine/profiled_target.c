@@ -6,12 +6,15 @@
 #include "engine/profiled_target.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "attach/proc_thread.h"
+#include "engine/event_pump.h"
 #include "otlp/otlp_target.h"
 #include "pprof/sample_recorder.h"
 #include "python/py_process.h"
+#include "symbolize/proc_maps.h"
 #include "symbolize/symbolizer.h"
 #include "unwind/native_unwinder.h"
 #include "util/clock.h"
@@ -44,14 +47,55 @@ static void prepare_export(struct registry *registry, struct target *target,
                 otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
 
-int profiled_target__prepare(struct registry *registry, struct target *target)
+/* What each part of a target's set-up cost the tracer thread, for the -vv
+ * line (bench/event_latency.py --steps sums them). */
+enum setup_part {
+        PART_MAPS,
+        PART_SPACE,
+        PART_UNWINDER,
+        PART_PYTHON,
+        PART_CONTEXT,
+        PART_EXPORT,
+        PART_N
+};
+
+static const char *const setup_part_names[PART_N] = {"maps read", "ELF report", "unwinder",
+                                                     "Python",    "context",    "export"};
+
+/* `off_tracer`: the maps part was the maps reader's wait, not the
+ * tracer's, and is not in the total. */
+static void log_setup(const struct target *target, const uint64_t at_ns[PART_N + 1],
+                      bool off_tracer)
 {
+        char parts[256] = "";
+        size_t len = 0;
+
+        for (int i = 0; i < PART_N && len < sizeof(parts); i++)
+                len += (size_t)snprintf(
+                    parts + len, sizeof(parts) - len, "%s%s %llu us", i ? ", " : "",
+                    i == PART_MAPS && off_tracer ? "maps wait off the tracer" : setup_part_names[i],
+                    (unsigned long long)(at_ns[i + 1] - at_ns[i]) / 1000);
+        log_debug("PID %d: set up in %llu us (%s)", (int)target->pid,
+                  (unsigned long long)(at_ns[PART_N] - at_ns[off_tracer ? PART_SPACE : 0]) / 1000,
+                  parts);
+}
+
+/* The set-up from the maps text (`maps`, `len` bytes, ownership passes;
+ * NULL when `read_error` < 0: the target then goes without symbols and
+ * native unwinding, as any part that cannot be set up).  at_ns[PART_MAPS]
+ * and at_ns[PART_SPACE] bound how the text was got. */
+static int prepare_with_maps(struct registry *registry, struct target *target, int read_error,
+                             char *maps, size_t len, uint64_t at_ns[PART_N + 1], bool off_tracer)
+{
+        _cleanup_free_ char *text = maps;
         struct profiled_target *profiled = calloc(1, sizeof(*profiled));
-        uint64_t start_ns = monotonic_ns(), python_ns;
 
         if (!profiled)
                 return -ENOMEM;
-        profiled->space = address_space__new(registry->symbolizer, target->mem_pid);
+        if (read_error >= 0)
+                profiled->space = address_space__new_with_maps(
+                    registry->symbolizer, target->mem_pid, take_ptr(text), len);
+        at_ns[PART_UNWINDER] = monotonic_ns();
         if (profiled->space)
                 profiled->unwinder = native_unwinder__new(profiled->space, target->mem_pid);
         if (!profiled->unwinder)
@@ -61,18 +105,12 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
         if (registry->builder)
                 sample_recorder__add_main_mapping(&registry->recorder, profiled->space,
                                                   proc_process__start_code(target->mem_pid));
-        python_ns = monotonic_ns();
+        at_ns[PART_PYTHON] = monotonic_ns();
         profiled->python = py_process__new(target->mem_pid, profiled->space, &registry->py_binaries,
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
-        profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
-        /* What a new target costs the tracer thread (bench/RESULTS.md). */
-        log_debug("PID %d: set up in %llu us (symbols and unwinder %llu us, Python %llu us)",
-                  (int)target->pid,
-                  (unsigned long long)(profiled->last_refresh_ns - start_ns) / 1000,
-                  (unsigned long long)(python_ns - start_ns) / 1000,
-                  (unsigned long long)(profiled->last_refresh_ns - python_ns) / 1000);
+        at_ns[PART_CONTEXT] = profiled->last_refresh_ns = profiled->last_check_ns = monotonic_ns();
         profiled->python_tried_generation = profiled_target__maps_generation(profiled);
         profiled->python_tried_ns = profiled->last_refresh_ns;
         if (!profiled->python && target->execed)
@@ -84,8 +122,41 @@ int profiled_target__prepare(struct registry *registry, struct target *target)
             profiled->space ? address_space__maps_text(profiled->space, &maps_len) : NULL;
         context_reader__refresh(&profiled->context, target, profiled->last_refresh_ns, true,
                                 profiled_target__maps_generation(profiled), maps_text, maps_len);
+        at_ns[PART_EXPORT] = monotonic_ns();
         prepare_export(registry, target, profiled);
+        at_ns[PART_N] = monotonic_ns();
+        log_setup(target, at_ns, off_tracer); /* what a new target costs the tracer */
         return 0;
+}
+
+int profiled_target__prepare(struct registry *registry, struct target *target)
+{
+        uint64_t at_ns[PART_N + 1];
+        char *maps = NULL;
+        size_t len = 0;
+        int r;
+
+        target->setup_serial = 0;
+        at_ns[PART_MAPS] = monotonic_ns();
+        r = proc_maps__read(target->mem_pid, &maps, &len);
+        at_ns[PART_SPACE] = monotonic_ns();
+        return prepare_with_maps(registry, target, r, maps, len, at_ns, false);
+}
+
+int profiled_target__ask_setup(struct registry *registry, struct target *target, uint64_t now_ns)
+{
+        uint64_t serial = ++registry->maps_serial;
+
+        if (!maps_reader__ask(&registry->maps_reader, target->mem_pid, serial))
+                return profiled_target__prepare(registry, target);
+        target->setup_serial = serial;
+        target->setup_asked_ns = now_ns;
+        return 0;
+}
+
+bool profiled_target__setup_awaited(const struct target *target, uint64_t now_ns)
+{
+        return target->setup_serial && now_ns - target->setup_asked_ns < MAPS_ANSWER_TIMEOUT_NS;
 }
 
 void profiled_target__retry_python(struct registry *registry, struct target *target,
@@ -128,6 +199,27 @@ void profiled_target__ask_maps(struct registry *registry, struct target *target,
         profiled->maps_asked_ns = now_ns;
 }
 
+/* The target whose set-up waits for `reply`, if any: it is set up now,
+ * and the events that came meanwhile are answered before the next. */
+static bool set_up_from(struct registry *registry, struct maps_reply *reply)
+{
+        struct tthread *thread;
+        struct target *target = target_set__find(&registry->targets, reply->pid, &thread);
+        uint64_t at_ns[PART_N + 1];
+
+        if (!target || target->owner || target->gone || target->releasing ||
+            target->setup_serial != reply->serial)
+                return false;
+        target->setup_serial = 0;
+        at_ns[PART_MAPS] = target->setup_asked_ns;
+        at_ns[PART_SPACE] = monotonic_ns();
+        event_pump__busy(registry, "set-up");
+        (void)prepare_with_maps(registry, target, reply->error, reply->text, reply->len, at_ns,
+                                true);
+        event_pump__wait(registry, 0);
+        return true;
+}
+
 /* The target that asked for `reply`, if it still waits for that one. */
 static struct profiled_target *asker_of(struct registry *registry, const struct maps_reply *reply)
 {
@@ -145,6 +237,8 @@ void profiled_target__take_maps(struct registry *registry)
         struct maps_reply reply;
 
         while (maps_reader__take(&registry->maps_reader, &reply)) {
+                if (set_up_from(registry, &reply))
+                        continue;
                 struct profiled_target *profiled = asker_of(registry, &reply);
 
                 if (!profiled || reply.error < 0) {
@@ -191,6 +285,7 @@ void profiled_target__flush(struct registry *registry, struct target *target, ui
 
 void profiled_target__release(struct registry *registry, struct target *target)
 {
+        target->setup_serial = 0; /* a set-up asked before an exec is not for the new program */
         profiled_target__flush(registry, target, 0, true, true);
         profiled_target__free(target);
 }

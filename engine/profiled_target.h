@@ -45,6 +45,18 @@ struct profiled_target {
  * cannot be set up degrades (native-only, not exported) with a warning. */
 int profiled_target__prepare(struct registry *registry, struct target *target);
 
+/* The same in two steps, so that the tracer thread never waits on a
+ * starting process's mmap lock (--watch, where new processes come while
+ * other targets' events wait): asks the maps reader for the maps text, and
+ * sets the target up when profiled_target__take_maps gets the reply.
+ * Meanwhile target->owner stays NULL: the target is attached but not
+ * sampled.  Set up here at once when the reader cannot take the request.
+ * 0 or -ENOMEM. */
+int profiled_target__ask_setup(struct registry *registry, struct target *target, uint64_t now_ns);
+/* Whether a set-up was asked and is still awaited (not for longer than a
+ * lost request or reply may take: then the caller asks again). */
+bool profiled_target__setup_awaited(const struct target *target, uint64_t now_ns);
+
 /* After target__follow_leader_exit moved target->mem_pid: the address
  * space and the Python reader read through the new thread. */
 void profiled_target__follow_memory_pid(struct target *target);
@@ -78,7 +90,9 @@ bool profiled_target__maps_awaited(const struct profiled_target *profiled, uint6
  * or here when the reader cannot take the request. */
 void profiled_target__ask_maps(struct registry *registry, struct target *target, uint64_t now_ns);
 /* Applies every maps text the reader has returned to the target that
- * asked for it last; a reply for a target gone or re-asked is dropped. */
+ * asked for it last, or sets up the target that waits for it (answering
+ * ptrace events after each); a reply for a target gone or re-asked is
+ * dropped. */
 void profiled_target__take_maps(struct registry *registry);
 
 /* For the context reader: the address space's generation, 0 (unknown)

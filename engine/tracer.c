@@ -263,19 +263,24 @@ static void run_loop(struct registry *registry, int timer_fd)
         uint64_t interval_ns = (uint64_t)registry->config.interval_ms * 1000000u, tick = 1, value;
         uint64_t grid_start = grid_origin(registry), next_tick_ns;
         unsigned int seed = (unsigned int)registry->start_ns;
-        struct pollfd fds[5] = {
+        /* --watch: a new target is set up as soon as the maps reader
+         * returns its maps (watch__maintain takes every reply; without
+         * --watch replies wait for the tick, which takes them). */
+        struct pollfd fds[6] = {
             {.fd = timer_fd, .events = POLLIN},
             {.fd = registry->sigchld_fd, .events = POLLIN},
             {.fd = registry->stop_fd, .events = POLLIN},
             {.fd = watch__fd(registry), .events = POLLIN},
             {.fd = registry->watch ? registry->reload_fd : -1, .events = POLLIN},
+            {.fd = registry->watch ? maps_reader__fd(&registry->maps_reader) : -1,
+             .events = POLLIN},
         };
 
         next_tick_ns = arm_timer(timer_fd, grid_start, interval_ns, tick, &seed);
         while (keep_running(registry)) {
                 /* Wake at least every 100 ms to honour --duration. */
                 uint64_t poll_ns = monotonic_ns();
-                int ready = poll(fds, 5, 100);
+                int ready = poll(fds, 6, 100);
                 if (ready < 0 && errno != EINTR)
                         break;
                 if (!(fds[1].revents & POLLIN))

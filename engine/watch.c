@@ -41,6 +41,7 @@
 #include "engine/profiled_target.h"
 #include "otlp/exporter.h"
 #include "symbolize/symbolizer.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 #define TRIM_PERIOD_NS         (1000ull * 1000 * 1000)
@@ -51,8 +52,10 @@ struct watch *watch__new(void)
 {
         struct watch *watch = calloc(1, sizeof(*watch));
 
-        if (watch)
-                discovery__init(&watch->discovery);
+        if (!watch)
+                return NULL;
+        discovery__init(&watch->discovery);
+        watch->facts = (struct facts_reader)FACTS_READER_INIT;
         return watch;
 }
 
@@ -61,6 +64,7 @@ void watch__free(struct watch *watch)
         if (!watch)
                 return;
         discovery__release(&watch->discovery);
+        facts_reader__release(&watch->facts);
         free(watch);
 }
 
@@ -73,26 +77,57 @@ int watch__fd(const struct registry *registry)
 
 enum verdict { VERDICT_PROFILE, VERDICT_UNLABELLED, VERDICT_DENIED, VERDICT_GONE };
 
-static enum verdict decide(const struct registry *registry, pid_t pid)
+/* The rules' verdict on `facts`; VERDICT_UNLABELLED still becomes
+ * VERDICT_PROFILE if the process maps a span-context segment. */
+static enum verdict judge(const struct registry *registry, const struct proc_facts *facts)
 {
         const struct watch_rules *rules = &registry->config.rules;
-        struct proc_facts facts;
-        enum verdict verdict = VERDICT_UNLABELLED;
         char self[4096];
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (n > 0 && (self[n] = '\0', strcmp(self, facts->exe) == 0))
+                return VERDICT_DENIED; /* another splunk-profd */
+        if (watch_rule_list__matches(&rules->deny, facts))
+                return VERDICT_DENIED;
+        if (proc_facts__labelled(facts) || watch_rule_list__matches(&rules->allow, facts))
+                return VERDICT_PROFILE;
+        return VERDICT_UNLABELLED;
+}
+
+/* The verdict with every fact read here: for an exec stop (the process is
+ * stopped, and holds none of its locks) and the rare other cases. */
+static enum verdict decide(const struct registry *registry, pid_t pid)
+{
+        struct proc_facts facts;
+        enum verdict verdict;
 
         if (proc_facts__read(pid, &facts) < 0) {
                 proc_facts__release(&facts);
                 return VERDICT_GONE;
         }
-        if (n > 0 && (self[n] = '\0', strcmp(self, facts.exe) == 0))
-                verdict = VERDICT_DENIED; /* another splunk-profd */
-        else if (watch_rule_list__matches(&rules->deny, &facts))
-                verdict = VERDICT_DENIED;
-        else if (proc_facts__labelled(&facts) || watch_rule_list__matches(&rules->allow, &facts) ||
-                 proc_facts__has_segment(pid))
+        verdict = judge(registry, &facts);
+        if (verdict == VERDICT_UNLABELLED && proc_facts__has_segment(pid))
                 verdict = VERDICT_PROFILE;
         proc_facts__release(&facts);
+        return verdict;
+}
+
+/* The verdict from a look the facts reader made (its texts are taken). */
+static enum verdict decide_from(const struct registry *registry, struct facts_answer *answer)
+{
+        struct proc_facts facts;
+        enum verdict verdict = VERDICT_GONE;
+
+        if (answer->environ_error >= 0 && proc_facts__read_but_environ(answer->pid, &facts) >= 0) {
+                facts.environ = take_ptr(answer->environ);
+                facts.environ_len = answer->environ_len;
+                verdict = judge(registry, &facts);
+                if (verdict == VERDICT_UNLABELLED &&
+                    proc_facts__maps_have_segment(answer->maps, answer->maps_len))
+                        verdict = VERDICT_PROFILE;
+                proc_facts__release(&facts);
+        }
+        facts_answer__release(answer);
         return verdict;
 }
 
@@ -171,9 +206,37 @@ static enum seen_state examine(void *arg, pid_t pid, int previous)
         default:
                 return SEEN_REJECTED;
         }
+        /* The environment and maps: read off the tracer, judged when back. */
+        if (facts_reader__ask(&registry->watch->facts, pid, previous, monotonic_ns()))
+                return SEEN_LOOKING;
+        event_pump__busy(registry, "watch: facts"); /* decide's reads of /proc */
         if (decide(registry, pid) != VERDICT_PROFILE)
                 return SEEN_REJECTED;
         return attach(registry, pid);
+}
+
+/* The looks the facts reader finished: a process found selected is
+ * attached if it still can be (it may have exited, or been attached as
+ * a forked child, meanwhile). */
+static void take_looks(struct registry *registry)
+{
+        struct facts_answer answer;
+        char why[256];
+
+        while (facts_reader__take(&registry->watch->facts, &answer, monotonic_ns())) {
+                enum seen_state state = SEEN_REJECTED;
+
+                event_pump__busy(registry, "watch: facts taken");
+                if (decide_from(registry, &answer) == VERDICT_PROFILE) {
+                        if (find_target(registry, answer.pid) ||
+                            target_check__tracer_of(answer.pid) == gettid())
+                                state = SEEN_TARGET;
+                        else if (target_check(answer.pid, why, sizeof(why)) == TARGET_OK)
+                                state = attach(registry, answer.pid);
+                }
+                discovery__set(&registry->watch->discovery, answer.pid, state, monotonic_ns());
+                answer_events_if_due(registry);
+        }
 }
 
 /* ------------------------------------------------------ ptrace events */
@@ -209,9 +272,17 @@ void watch__on_fork(struct registry *registry, struct target *parent, pid_t chil
         log_info("watch: following PID %d, forked by PID %d", (int)child, (int)parent->pid);
 }
 
+/* Judged here, in the exec stop: the process is stopped with one thread
+ * left and holds neither its exec lock (released before the stop is
+ * reported) nor its mmap lock, so the reads wait on nothing (the -vv line
+ * measures them, bench/RESULTS.md). */
 void watch__on_exec(struct registry *registry, struct target *target)
 {
+        uint64_t start_ns = monotonic_ns();
         enum verdict verdict = decide(registry, target->pid);
+
+        log_debug("PID %d: exec judged in %llu us", (int)target->pid,
+                  (unsigned long long)(monotonic_ns() - start_ns) / 1000);
 
         /* The new program gets fresh state (or none). */
         profiled_target__release(registry, target);
@@ -258,10 +329,15 @@ static void trim_heap(struct watch *watch, uint64_t capture_bytes_freed, uint64_
         watch->last_trim_ns = now_ns;
 }
 
-/* Per-process setup (address space, Python runtime discovery, export
- * record) takes milliseconds per process, and under churn many processes
- * arrive at once.  It must not hold up ticks, nor forked children waiting
- * in their first stop, nor the interrupted threads of other targets: so
+/* Per-process set-up (address space, Python runtime discovery, export
+ * record) must not hold up ticks, nor forked children waiting in their
+ * first stop, nor the interrupted threads of other targets.  Its first
+ * step, reading /proc/PID/maps, can wait tens of ms on a starting
+ * process's mmap lock: the maps reader does it, and the rest follows when
+ * the text comes (profiled_target__take_maps, here and at each tick).
+ * The rest is mostly CPU work, about a millisecond per process (its reads
+ * of the target's memory and map_files can still wait on that lock:
+ * bench/RESULTS.md), and under churn many processes arrive at once: so
  * one target at a time, ptrace events handled after each (which resumes
  * new children and threads), and no more once the next tick is due (but
  * one per tick even so, so that set-up goes on however late ticks run).
@@ -280,6 +356,8 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                         profiled_target__retry_python(registry, target, monotonic_ns());
                         continue;
                 }
+                if (profiled_target__setup_awaited(target, monotonic_ns()))
+                        continue;
                 if (monotonic_ns() >= deadline_ns) {
                         if (prepared > 0 ||
                             registry->watch->prepared_at_tick == registry->stats.ticks)
@@ -287,7 +365,7 @@ static void prepare_new(struct registry *registry, uint64_t deadline_ns)
                         registry->watch->prepared_at_tick = registry->stats.ticks;
                 }
                 event_pump__busy(registry, "watch: set-up");
-                (void)profiled_target__prepare(registry, target);
+                (void)profiled_target__ask_setup(registry, target, monotonic_ns());
                 prepared++;
                 event_pump__wait(registry, 0); /* may add targets: i is re-read */
         }
@@ -385,8 +463,11 @@ void watch__maintain(struct registry *registry, uint64_t now_ns, bool readable,
                 discovery__read_netlink(&watch->discovery);
         reap(registry);
         trim_heap(watch, registry->stats.capture_bytes_freed, now_ns);
+        take_looks(registry);
+        event_pump__busy(registry, "watch: discovery");
         discovery__pass(&watch->discovery, now_ns, examine, registry);
         event_pump__busy(registry, "watch: set-up");
+        profiled_target__take_maps(registry); /* the set-ups whose maps came */
         prepare_new(registry, deadline_ns);
         event_pump__busy(registry, "watch: release");
         release_step(registry);

@@ -6,10 +6,12 @@
 #pragma once
 
 #include "engine/discovery.h"
+#include "engine/facts_reader.h"
 #include "engine/registry.h"
 
 struct watch {
         struct discovery discovery;
+        struct facts_reader facts; /* discovery's looks, off the tracer */
         uint64_t next_health_ns;
         /* The counters at the last health line, for its per-period values. */
         uint64_t health_samples, health_skipped;

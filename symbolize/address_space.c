@@ -265,6 +265,21 @@ int address_space__set_pid(struct address_space *space, pid_t pid)
 
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid)
 {
+        char *text = NULL;
+        size_t len = 0;
+        int r = proc_maps__read(pid, &text, &len);
+
+        if (r < 0) {
+                errno = -r;
+                return NULL;
+        }
+        return address_space__new_with_maps(symbolizer, pid, text, len);
+}
+
+struct address_space *address_space__new_with_maps(struct symbolizer *symbolizer, pid_t pid,
+                                                   char *maps_text, size_t len)
+{
+        _cleanup_free_ char *text = maps_text;
         struct address_space *space = calloc(1, sizeof(*space));
         long page_size = sysconf(_SC_PAGESIZE);
         int r;
@@ -286,7 +301,7 @@ struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pi
             .debuginfo_path = &space->debuginfo_path,
         };
         space->dwfl = dwfl_begin(&space->callbacks);
-        r = space->dwfl ? address_space__refresh(space) : -ENOMEM;
+        r = space->dwfl ? address_space__apply_maps(space, take_ptr(text), len) : -ENOMEM;
         if (r < 0) {
                 address_space__free(space);
                 errno = -r;

@@ -4,16 +4,41 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "symbolize/proc_maps.h"
+#include "util/cleanup.h"
 #include "util/log.h"
 
 struct maps_request {
         pid_t pid;
+        int what;
         uint64_t serial;
 };
+
+/* The first MAPS_READER_ENVIRON_MAX bytes of /proc/`pid`/environ. */
+static int read_environ(pid_t pid, char **text, size_t *len)
+{
+        _cleanup_free_ char *buf = malloc(MAPS_READER_ENVIRON_MAX);
+        _cleanup_close_ int fd = -1;
+        char path[64];
+        ssize_t n;
+
+        *len = 0;
+        if (!buf)
+                return -ENOMEM;
+        snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        while (*len < MAPS_READER_ENVIRON_MAX &&
+               (n = read(fd, buf + *len, MAPS_READER_ENVIRON_MAX - *len)) > 0)
+                *len += (size_t)n;
+        *text = take_ptr(buf);
+        return 0;
+}
 
 static void close_pair(int fds[2])
 {
@@ -40,8 +65,11 @@ static void *maps_reader__main(void *arg)
                 if (n != sizeof(request))
                         break; /* 0: the tracer closed its end */
                 reply.pid = request.pid;
+                reply.what = request.what;
                 reply.serial = request.serial;
-                reply.error = proc_maps__read(request.pid, &reply.text, &reply.len);
+                reply.error = request.what == MAPS_READER_ENVIRON
+                                  ? read_environ(request.pid, &reply.text, &reply.len)
+                                  : proc_maps__read(request.pid, &reply.text, &reply.len);
                 if (write(reader->reply_fd[1], &reply, sizeof(reply)) != sizeof(reply))
                         free(reply.text);
         }
@@ -101,11 +129,21 @@ void maps_reader__stop(struct maps_reader *reader)
 
 bool maps_reader__ask(struct maps_reader *reader, pid_t pid, uint64_t serial)
 {
-        struct maps_request request = {.pid = pid, .serial = serial};
+        return maps_reader__ask_for(reader, pid, serial, MAPS_READER_MAPS);
+}
+
+bool maps_reader__ask_for(struct maps_reader *reader, pid_t pid, uint64_t serial, int what)
+{
+        struct maps_request request = {.pid = pid, .what = what, .serial = serial};
 
         if (!reader->running)
                 return false;
         return write(reader->request_fd[1], &request, sizeof(request)) == sizeof(request);
+}
+
+int maps_reader__fd(const struct maps_reader *reader)
+{
+        return reader->running ? reader->reply_fd[0] : -1;
 }
 
 bool maps_reader__take(struct maps_reader *reader, struct maps_reply *reply)

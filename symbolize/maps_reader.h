@@ -1,6 +1,6 @@
-/* maps_reader.h — a worker thread that reads /proc/PID/maps for the
- * tracer thread, so that the tracer never waits on another process's
- * mmap lock.
+/* maps_reader.h — a worker thread that reads /proc/PID/maps (and, for
+ * watch mode's discovery, /proc/PID/environ) for the tracer thread, so
+ * that the tracer never waits on another process's mmap or exec lock.
  *
  * Why: the kernel formats the maps under the target's mmap lock, which a
  * starting process holds for write while it maps its libraries; on a
@@ -30,8 +30,15 @@ struct maps_reader {
         bool running;
 };
 
+/* What a request reads: the maps, or (for watch mode's discovery, whose
+ * look at a starting process waits on its exec and mmap locks just the
+ * same) the environment, its first MAPS_READER_ENVIRON_MAX bytes. */
+enum maps_reader_what { MAPS_READER_MAPS, MAPS_READER_ENVIRON };
+#define MAPS_READER_ENVIRON_MAX (64 * 1024)
+
 struct maps_reply {
         pid_t pid;
+        int what;        /* enum maps_reader_what, as asked */
         int error;       /* 0, or -errno of the read (text NULL then) */
         uint64_t serial; /* as asked */
         char *text;      /* malloc'ed, the taker frees it */
@@ -53,5 +60,9 @@ void maps_reader__stop(struct maps_reader *reader);
 /* Asks for /proc/`pid`/maps; never blocks.  false when not running or the
  * request pipe is full (the caller reads the maps itself or asks later). */
 bool maps_reader__ask(struct maps_reader *reader, pid_t pid, uint64_t serial);
+/* The same for `what` (enum maps_reader_what). */
+bool maps_reader__ask_for(struct maps_reader *reader, pid_t pid, uint64_t serial, int what);
+/* The descriptor that polls readable while a reply waits, or -1. */
+int maps_reader__fd(const struct maps_reader *reader);
 /* Takes one reply waiting, never blocks; false when none waits. */
 bool maps_reader__take(struct maps_reader *reader, struct maps_reply *reply);

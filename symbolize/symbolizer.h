@@ -55,6 +55,11 @@ void symbolizer__stats(const struct symbolizer *symbolizer, struct symbolizer_st
 /* Reads /proc/PID/maps and reports every mapped ELF file to a new Dwfl.
  * Returns NULL (errno set) when the process is gone or unreadable. */
 struct address_space *address_space__new(struct symbolizer *symbolizer, pid_t pid);
+/* The same with the maps text read elsewhere (maps_reader.h), so that the
+ * caller need not wait on the process's mmap lock; its ownership passes
+ * here, freed in any case. */
+struct address_space *address_space__new_with_maps(struct symbolizer *symbolizer, pid_t pid,
+                                                   char *maps_text, size_t len);
 void address_space__free(struct address_space *space);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct address_space *, address_space__free, address_space__freep)
 

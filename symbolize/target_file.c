@@ -3,12 +3,13 @@
  * A path in /proc/PID/maps is the target's view: in a container,
  * /usr/lib/x86_64-linux-gnu/libc.so.6 is the container's libc, not ours, and
  * a binary replaced on disk since it was started is not the one running.
- * So the host path is never opened.  /proc/PID/map_files/START-END is a
- * handle on the mapped inode itself (needs root); when it is unavailable we
- * fall back to the path under /proc/PID/root, resolved with openat2
- * RESOLVE_IN_ROOT so that an absolute symlink planted in the container
- * cannot point us at a host file.  Only regular files are accepted (a FIFO
- * planted at the path would block the open, hence O_NONBLOCK). */
+ * So the host path is never opened.  The path under /proc/PID/root,
+ * resolved with openat2 RESOLVE_IN_ROOT so that an absolute symlink planted
+ * in the container cannot point us at a host file, is taken when it is the
+ * mapped inode itself; otherwise /proc/PID/map_files/START-END, a handle on
+ * the mapped inode (needs root), and last the path whatever its inode.
+ * Only regular files are accepted (a FIFO planted at the path would block
+ * the open, hence O_NONBLOCK). */
 #include "symbolize/target_file.h"
 
 #include <errno.h>
@@ -16,7 +17,9 @@
 #include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -91,10 +94,36 @@ static int check_inode(int fd, const struct proc_map *map)
         return fd;
 }
 
+/* Whether `fd` is the very file of the mapping: the same inode on the
+ * same device. */
+static bool is_mapped_file(int fd, const struct proc_map *map)
+{
+        struct stat st;
+
+        return fstat(fd, &st) == 0 && st.st_ino == map->inode &&
+               major(st.st_dev) == map->dev_major && minor(st.st_dev) == map->dev_minor;
+}
+
+/* By path first: a lookup under /proc/PID/root takes no lock of the
+ * target, while opening its map_files takes its mmap lock, which a
+ * starting process holds for tens to hundreds of ms on a loaded host
+ * while its loader maps libraries (issue 20: the span-context module
+ * search opens every mapped ELF file of a new process).  Only the very
+ * mapped file is taken that way (same inode and device: not a deleted or
+ * replaced one, nor an overlay's other inode); anything else is opened
+ * through map_files, as before. */
 int target_file__open_mapping(pid_t pid, const struct proc_map *map)
 {
-        int fd = open_map_files(pid, map);
+        int fd;
 
+        if (map->path[0] == '/' && !map->deleted) {
+                fd = target_file__open_in_root(pid, map->path);
+                if (fd >= 0 && is_mapped_file(fd, map))
+                        return fd;
+                if (fd >= 0)
+                        close(fd);
+        }
+        fd = open_map_files(pid, map);
         if (fd >= 0)
                 return fd;
         if (map->path[0] != '/')

@@ -36,6 +36,13 @@ static void test_round_trip(void)
         CHECK(reply.len > 0 && memmem(reply.text, reply.len, exe, (size_t)exe_len));
         free(reply.text);
 
+        CHECK(maps_reader__ask_for(&reader, getpid(), 11, MAPS_READER_ENVIRON));
+        take(&reader, &reply);
+        CHECK(reply.serial == 11 && reply.what == MAPS_READER_ENVIRON && reply.error == 0);
+        CHECK(reply.len > 0 && reply.len <= MAPS_READER_ENVIRON_MAX &&
+              reply.text[reply.len - 1] == 0);
+        free(reply.text);
+
         CHECK(maps_reader__ask(&reader, 0x7ffffff0, 8)); /* no such process */
         take(&reader, &reply);
         CHECK(reply.serial == 8 && reply.error < 0 && !reply.text);
