@@ -89,8 +89,9 @@ void py_asyncio__capture_keys(struct py_asyncio *a, struct capture *capture);
  * the daemon gets to it still has its name and its span: the task is
  * known from the copy alone (3.14+ always; up to 3.13 when its loop's
  * thread is remembered).  No allocation. */
-void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
-                              struct capture *capture);
+/* Returns the address of the Context whose head was copied, or 0. */
+uint64_t py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
+                                  struct capture *capture);
 
 /* After the resume: the running task's task_context word as copied in
  * the stop window, or 0 when it was not copied. */
