@@ -55,15 +55,6 @@ struct py_task_span {
 
 void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runtime *runtime);
 
-/* After the resume: the span of the Context object at `context` (an
- * asyncio task's own, TaskObj.task_context), as hex strings in trace_id
- * and span_id.  `copy`: its PY_TASK_SPAN_CONTEXT_COPY first bytes as the
- * stop window copied them, or NULL to read the variables as they are now;
- * with a copy, the variables at the stop are read, and STALE when the
- * context no longer holds them once read.  UNKNOWN until opentelemetry.context is imported (looked
- * for after 1 s, 2 s... up to every 32 s) or when the memory does not
- * check out.  About 24 small reads (py_task_span.c); the strings live
- * until the next call. */
 /* Inside the stop window, once the task's Context head was copied at
  * `context`: follows the chain from its variables down to the span's two
  * ints (~8 process_vm_readv, one path through the HAMT, the dict slot and
@@ -73,9 +64,16 @@ void py_task_span__init(struct py_task_span *s, pid_t pid, const struct py_runti
 void py_task_span__capture(struct py_task_span *s, struct capture *capture, uint64_t context);
 
 /* After the resume: the span of the Context object at `context` (an
- * asyncio task's own, TaskObj.task_context): from the stop window's walk
- * in `capture` (may be NULL) when it got to the ids, else read now as
- * follows. */
+ * asyncio task's own, TaskObj.task_context), as hex strings in trace_id
+ * and span_id (they live until the next call).  `copy`: its
+ * PY_TASK_SPAN_CONTEXT_COPY first bytes as the stop window copied them,
+ * or NULL to read the variables as they are now.  With a copy, FOUND or
+ * NONE from the stop window's walk when it got to the end in `capture`
+ * (may be NULL); else the variables at the stop are searched now (about
+ * 24 small reads), and STALE when the context no longer holds them once
+ * read.  UNKNOWN until opentelemetry.context is imported (looked for
+ * after 1 s, 2 s... up to every 32 s) or when the memory does not check
+ * out. */
 enum py_task_span_result py_task_span__read(struct py_task_span *s, const struct capture *capture,
                                             uint64_t context, const uint8_t *copy, uint64_t now_ns,
                                             const char **trace_id, const char **span_id);
