@@ -25,10 +25,11 @@
  * `result` is an opaque malloc'd block owned by the capture (python/'s last
  * merged stack, reused while the thread stays idle), freed with it. */
 /* The thread state, GIL, chunk and top frame, which asyncio task runs
- * (three) and its name and context (three), up to 32 frame ranges
+ * (three) and its name and context (three), the walk to its span's ids
+ * (ten: python/py_task_span.h), up to 32 frame ranges
  * prefetched and 32 frames copied one by one (3.11+; 3.9/3.10: 16 plus one
  * per range not prefetched; python/py_frame_copy.h). */
-#define CAPTURE_INTERP_REGIONS 75
+#define CAPTURE_INTERP_REGIONS 85
 
 struct capture_region {
         uint64_t address; /* target address of the copy */

@@ -241,8 +241,8 @@ static uint64_t running_task(struct py_asyncio *a, const struct py_thread *t,
         return plausible(task) ? task : 0;
 }
 
-void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
-                              struct capture *capture)
+uint64_t py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
+                                  struct capture *capture)
 {
         uint64_t task = running_task(a, t, capture, monotonic_ns(), false), words[2];
         uint64_t at = task + a->offsets.task_name, addresses[2];
@@ -252,7 +252,7 @@ void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
         if (!task || capture->interp.n_regions >= CAPTURE_INTERP_REGIONS ||
             capture__copy_interp(capture, &at, &len, 1) < (ssize_t)len ||
             !(copied = capture__interp_at(capture, at, len)))
-                return;
+                return 0;
         memcpy(words, copied, sizeof(words));
         /* The Context first: a name near the end of a mapping may read
          * short, and a short read ends the copy there. */
@@ -268,6 +268,7 @@ void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
                 n = CAPTURE_INTERP_REGIONS - capture->interp.n_regions;
         if (n)
                 (void)capture__copy_interp(capture, addresses, lens, n);
+        return capture__interp_at(capture, words[1], PY_TASK_SPAN_CONTEXT_COPY) ? words[1] : 0;
 }
 
 uint64_t py_asyncio__copied_context(const struct py_asyncio *a, const struct capture *capture,

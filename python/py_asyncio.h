@@ -88,9 +88,10 @@ void py_asyncio__capture_keys(struct py_asyncio *a, struct capture *capture);
  * process_vm_readv, so that a task that ends (or leaves its span) before
  * the daemon gets to it still has its name and its span: the task is
  * known from the copy alone (3.14+ always; up to 3.13 when its loop's
- * thread is remembered).  No allocation. */
-void py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
-                              struct capture *capture);
+ * thread is remembered).  No allocation.  Returns the address of the
+ * Context whose head was copied, or 0. */
+uint64_t py_asyncio__capture_task(struct py_asyncio *a, const struct py_thread *t,
+                                  struct capture *capture);
 
 /* After the resume: the running task's task_context word as copied in
  * the stop window, or 0 when it was not copied. */

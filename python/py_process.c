@@ -231,8 +231,8 @@ static size_t capture_bytes(const struct py_offsets *o, const struct py_thread *
                 chunk = !t                                             ? PY_NEW_CHUNK_BYTES
                         : t->chunk && t->chunk_len < PY_CHUNK_COPY_MAX ? t->chunk_len
                                                                        : PY_CHUNK_COPY_MAX;
-        return o->tstate_size + PY_GIL_REGION_MAX + py_asyncio__bytes() + chunk + o->frame_size +
-               py_frame_copy__bytes(o);
+        return o->tstate_size + PY_GIL_REGION_MAX + py_asyncio__bytes() +
+               PY_TASK_SPAN_WINDOW_BYTES + chunk + o->frame_size + py_frame_copy__bytes(o);
 }
 
 static void refresh_threads(struct py_process *py, struct target *target, uint64_t now_ns)
@@ -358,7 +358,9 @@ bool py_process__capture(struct py_process *py, struct capture *capture, bool re
                 }
         }
         py_asyncio__capture_keys(&py->asyncio, capture);
-        py_asyncio__capture_task(&py->asyncio, t, capture);
+        /* and the span of the task's context, down to its ids */
+        py_task_span__capture(&py->task_span, capture,
+                              py_asyncio__capture_task(&py->asyncio, t, capture));
         if (o->model != PY_FRAMES_OBJECTS)
                 return true;
         /* 3.9/3.10: the top frame object, whose f_lasti moves fastest. */
@@ -543,7 +545,8 @@ static void read_task(struct py_process *py, const struct py_thread *t,
         else if (remote_memory__read(py->pid, task + py->asyncio.offsets.task_context, &context,
                                      sizeof(context)) != sizeof(context))
                 return;
-        switch (py_task_span__read(&py->task_span, context, copy, now_ns, &trace_id, &span_id)) {
+        switch (py_task_span__read(&py->task_span, capture, context, copy, now_ns, &trace_id,
+                                   &span_id)) {
         case PY_TASK_SPAN_UNKNOWN:
                 break;
         case PY_TASK_SPAN_NONE:

@@ -174,7 +174,7 @@ def test_fastapi_under_load(name, pythons, profd, otel_packages):
     """At most 0.1% [merge failed]; every sample in the endpoint's
     computations reaches the event loop through it and >= 99% carry their
     task's name; and the handler's start_as_current_span (a generator-based
-    context manager in async code): at least 90% of the samples
+    context manager in async code): at least 98% of the samples
     inside the span carry a span, and at most 1% of those after it carry
     one of those spans (the thread's slot, read alone, names the span the
     last request attached).  After it, FastAPI 0.143 (forky) still has its
@@ -190,18 +190,16 @@ def test_fastapi_under_load(name, pythons, profd, otel_packages):
     check_no_failed_merges(profile)
     traced = check_in_task(profile, "traced_crunch", "handle")
     plain = check_in_task(profile, "plain_crunch", "handle")
-    # 90%: the span is looked up after the resume in the variables the
-    # task's context held at the stop (python/py_task_span.c), and when
-    # the context has dropped them by then (the span ended, or the task:
-    # the daemon of a loaded machine lags behind by more than span_tail's
-    # 1 ms, p99 1-9 ms with four busy neighbours on 2 cores) the sample
-    # gets no span rather than one read from freed memory or the thread's
-    # slot (another request's, as often as not).  Measured so: 86-100%
-    # (99-100% on a quieter machine); read as before: 94-100%, some of
-    # them the thread slot's span.
+    # 98%: the stop window follows the task's context down to the span's
+    # ids (python/py_task_span.c), so the daemon's lag (p99 1-9 ms with
+    # four busy neighbours on 2 cores) no longer matters; only samples
+    # before the window's hints are learnt, or whose walk gives up, are
+    # read after the resume, and those get no span when the context has
+    # changed by then.  Measured so: 962/962 in 8 runs at load 28-57
+    # (read after the resume only, as before: 896/913, 93-100%).
     in_span = [s for s in traced if s["labels"].get("span_id")]
     print(f"traced_crunch: {len(in_span)}/{len(traced)} in a span")
-    assert len(in_span) >= 0.90 * len(traced), f"only {len(in_span)}/{len(traced)} samples in the span carry one"
+    assert len(in_span) >= 0.98 * len(traced), f"only {len(in_span)}/{len(traced)} samples in the span carry one"
     inner = {s["labels"]["span_id"][0] for s in in_span}
     stray = [s for s in plain if (s["labels"].get("span_id") or [None])[0] in inner]
     assert len(stray) <= 0.01 * len(plain), (
