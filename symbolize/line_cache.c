@@ -89,30 +89,31 @@ static void line_cache__insert_young(struct line_cache *cache, struct cached_lin
                 free(c);
 }
 
+static void cached_lines__copy_out(const struct cached_lines *c, struct symbolized_pc *out)
+{
+        out->n_lines = c->n_lines;
+        memcpy(out->lines, c->lines, c->n_lines * sizeof(c->lines[0]));
+}
+
 bool line_cache__lookup(struct line_cache *cache, const struct elf_file *file, uint64_t rel,
                         struct symbolized_pc *out)
 {
         struct line_key key = {.file = file, .rel = rel};
         uint64_t hash = line_key__hash(cache, &key);
         struct hash_node *node;
-        struct cached_lines *c;
 
         node = hashtab__find(&cache->young, hash, cached_lines__eq, &key);
-        if (!node) {
-                node = hashtab__find(&cache->old, hash, cached_lines__eq, &key);
-                if (!node)
-                        return false;
-                hashtab__remove(&cache->old, node);
-                c = container_of(node, struct cached_lines, node);
-                /* Copied out first: the insert may free c. */
-                out->n_lines = c->n_lines;
-                memcpy(out->lines, c->lines, c->n_lines * sizeof(c->lines[0]));
-                line_cache__insert_young(cache, c, hash);
+        if (node) {
+                cached_lines__copy_out(container_of(node, struct cached_lines, node), out);
                 return true;
         }
-        c = container_of(node, struct cached_lines, node);
-        out->n_lines = c->n_lines;
-        memcpy(out->lines, c->lines, c->n_lines * sizeof(c->lines[0]));
+        node = hashtab__find(&cache->old, hash, cached_lines__eq, &key);
+        if (!node)
+                return false;
+        /* Copied out first: moving it young may free it (out of memory). */
+        cached_lines__copy_out(container_of(node, struct cached_lines, node), out);
+        hashtab__remove(&cache->old, node);
+        line_cache__insert_young(cache, container_of(node, struct cached_lines, node), hash);
         return true;
 }
 

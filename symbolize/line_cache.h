@@ -10,9 +10,9 @@
 #include "symbolize/symbol.h"
 
 /* Entries per generation: the cache holds at most twice this many (an entry
- * is 64-240 bytes with its bucket, so
- * at most 4-16 MiB).  A profiled host's hot set is a few
- * thousand addresses; the daemon's churn soak holds a few hundred. */
+ * is 64-240 bytes with its bucket, so at most 4-16 MiB).  A profiled host's
+ * hot set is a few thousand addresses; the daemon's churn soak holds a few
+ * hundred. */
 #define LINE_CACHE_MAX_ENTRIES (1u << 15)
 
 /* Two generations: entries are added to `young`; a hit in `old` moves the
