@@ -21,8 +21,10 @@
  * Everything read from the target (maps, ELF files) is untrusted: sizes are
  * capped and failures degrade to "unknown", never to a crash.
  *
- * Strings handed out (function, file, path, build-id) are interned and stay
- * valid until symbolizer__free(). */
+ * Strings handed out (function, file, build-id, file key) are interned and
+ * stay valid until symbolizer__free(); a mapping's path only as long as the
+ * mapping, that is its address space (paths need not repeat across
+ * processes, so they are freed with the last one mapping them). */
 #pragma once
 
 #include <elfutils/libdwfl.h>
