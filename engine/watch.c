@@ -429,7 +429,8 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                     "ticks_asked=%llu ticks_taken=%llu samples_asked=%llu samples_taken=%llu "
                     "attached=%llu forks=%llu released=%llu exited=%llu interval_ms=%lld "
                     "export_queue_peak_bytes=%zu export_dropped=%llu export_failed=%llu "
-                    "discovery=%s heap_kib=%zu symbol_lines=%zu strings=%zu mappings=%zu",
+                    "discovery=%s heap_kib=%zu symbol_lines=%zu symbol_lines_evicted=%llu "
+                    "strings=%zu mappings=%zu",
                     target_set__live_count(&registry->targets), (unsigned long long)threads,
                     (double)(registry->stats.samples - watch->health_samples) / period,
                     (unsigned long long)(registry->stats.skipped - watch->health_skipped),
@@ -443,7 +444,7 @@ static void log_health(struct registry *registry, uint64_t now_ns)
                     (long long)registry->config.interval_ms, e.peak_queue_bytes,
                     (unsigned long long)e.dropped_records, (unsigned long long)e.failed_records,
                     watch->discovery.netlink_fd >= 0 ? "netlink" : "proc-scan", heap_in_use_kib(),
-                    sym.lines, sym.strings, sym.mappings);
+                    sym.lines, (unsigned long long)sym.lines_evicted, sym.strings, sym.mappings);
         }
         watch->health_samples = registry->stats.samples;
         watch->health_skipped = registry->stats.skipped;

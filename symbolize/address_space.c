@@ -107,10 +107,15 @@ static int layout__add_mapping(struct address_space *space, struct layout *l,
 static int layout__add_group(struct address_space *space, struct layout *l,
                              const struct proc_map *maps, size_t n)
 {
-        const char *name = string_pool__intern(&space->symbolizer->strings, maps[0].path);
+        struct string_pool *strings = &space->symbolizer->strings;
+        const char *name;
         struct module *m;
 
-        if (!name || ARRAY_RESERVE(l->modules, l->cap_modules, l->n_modules + 1) < 0)
+        if (ARRAY_RESERVE(l->modules, l->cap_modules, l->n_modules + 1) < 0)
+                return -ENOMEM;
+        /* Counted: a path may be new with every process (module__drop). */
+        name = string_pool__intern_counted(strings, maps[0].path);
+        if (!name)
                 return -ENOMEM;
         m = &l->modules[l->n_modules++];
         module__init(m, name, maps, n);
@@ -186,11 +191,11 @@ static int address_space__report(struct address_space *space, const struct proc_
         r = layout__build(space, maps, &l);
         if (dwfl_report_end(space->dwfl, NULL, NULL) != 0)
                 log_warning("pid %d: dwfl_report_end: %s", (int)space->pid, dwfl_errmsg(-1));
-        /* The new records took their own references on the files and
-         * mappings kept. */
-        for (size_t i = 0; i < space->n_modules; i++)
-                module__release(&space->modules[i]);
+        /* The new records took their own references on the files, names
+         * and mappings kept.  Mappings first: they point at module names. */
         address_space__unref_mappings(space);
+        for (size_t i = 0; i < space->n_modules; i++)
+                module__drop(space, &space->modules[i]);
         free(space->modules);
         free(space->mappings);
         space->modules = l.modules;
@@ -316,9 +321,9 @@ void address_space__free(struct address_space *space)
                 return;
         if (space->dwfl)
                 dwfl_end(space->dwfl);
-        for (size_t i = 0; i < space->n_modules; i++)
-                module__release(&space->modules[i]);
         address_space__unref_mappings(space);
+        for (size_t i = 0; i < space->n_modules; i++)
+                module__drop(space, &space->modules[i]);
         free(space->modules);
         free(space->mappings);
         free(space->maps_text);

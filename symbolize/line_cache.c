@@ -5,10 +5,13 @@
  * walk, line table) cost microseconds; a hash lookup costs nanoseconds.
  * Entries are keyed by the process-independent elf_file record and the
  * address relative to the module's load bias, and hold only interned string
- * pointers, so an entry is a few hundred bytes at most.  The bound is
- * enforced crudely: when the cache is full it is emptied.  Hot addresses
- * come back within one profiling period, which is cheaper to pay than LRU
- * bookkeeping on every hit. */
+ * pointers, so an entry is a few hundred bytes at most.
+ *
+ * Bounded by two generations (line_cache.h) rather than emptied when full,
+ * as it was: emptying dropped the hot set too, and its refill went through
+ * libdw again at the worst moment.  Rather than an LRU list: a hit in the
+ * young generation, the common case, costs nothing beyond the lookup, and a
+ * hit in the old one one unlink and one insert. */
 #include "symbolize/line_cache.h"
 
 #include <stdlib.h>
@@ -49,27 +52,68 @@ static uint64_t line_key__hash(const struct line_cache *cache, const struct line
 
 void line_cache__init(struct line_cache *cache, uint64_t seed, size_t max_entries)
 {
-        *cache = (struct line_cache){.seed = seed, .max_entries = max_entries};
+        *cache = (struct line_cache){.seed = seed, .max_entries = max_entries ? max_entries : 1};
 }
 
 void line_cache__clear(struct line_cache *cache)
 {
-        hashtab__clear(&cache->tab, cached_lines__free);
+        hashtab__clear(&cache->young, cached_lines__free);
+        hashtab__clear(&cache->old, cached_lines__free);
 }
 
-bool line_cache__lookup(const struct line_cache *cache, const struct elf_file *file, uint64_t rel,
+size_t line_cache__size(const struct line_cache *cache)
+{
+        return cache->young.n_nodes + cache->old.n_nodes;
+}
+
+/* Makes room for one more young entry: a full young generation becomes the
+ * old one, and the old one is freed. */
+static void line_cache__age(struct line_cache *cache)
+{
+        if (cache->young.n_nodes < cache->max_entries)
+                return;
+        log_debug("line cache: %zu young entries, %zu old ones evicted", cache->young.n_nodes,
+                  cache->old.n_nodes);
+        cache->evicted += cache->old.n_nodes;
+        hashtab__clear(&cache->old, cached_lines__free);
+        cache->old = cache->young;
+        cache->young = (struct hashtab){0};
+}
+
+/* Links c into the young generation, or frees it. */
+static void line_cache__insert_young(struct line_cache *cache, struct cached_lines *c,
+                                     uint64_t hash)
+{
+        line_cache__age(cache);
+        if (hashtab__insert(&cache->young, &c->node, hash) < 0)
+                free(c);
+}
+
+static void cached_lines__copy_out(const struct cached_lines *c, struct symbolized_pc *out)
+{
+        out->n_lines = c->n_lines;
+        memcpy(out->lines, c->lines, c->n_lines * sizeof(c->lines[0]));
+}
+
+bool line_cache__lookup(struct line_cache *cache, const struct elf_file *file, uint64_t rel,
                         struct symbolized_pc *out)
 {
         struct line_key key = {.file = file, .rel = rel};
+        uint64_t hash = line_key__hash(cache, &key);
         struct hash_node *node;
-        struct cached_lines *c;
 
-        node = hashtab__find(&cache->tab, line_key__hash(cache, &key), cached_lines__eq, &key);
+        node = hashtab__find(&cache->young, hash, cached_lines__eq, &key);
+        if (node) {
+                cached_lines__copy_out(container_of(node, struct cached_lines, node), out);
+                return true;
+        }
+        node = hashtab__find(&cache->old, hash, cached_lines__eq, &key);
         if (!node)
                 return false;
-        c = container_of(node, struct cached_lines, node);
-        out->n_lines = c->n_lines;
-        memcpy(out->lines, c->lines, c->n_lines * sizeof(c->lines[0]));
+        /* Copied out first: moving it young may free it (out of memory). */
+        cached_lines__copy_out(container_of(node, struct cached_lines, node), out);
+        hashtab__remove(&cache->old, node);
+        line_cache__insert_young(cache, container_of(node, struct cached_lines, node), hash);
         return true;
 }
 
@@ -82,10 +126,6 @@ void line_cache__store(struct line_cache *cache, const struct elf_file *file, ui
 
         if (n == 0 || n > SYMBOL_MAX_INLINE)
                 return;
-        if (cache->tab.n_nodes >= cache->max_entries) {
-                log_debug("line cache full (%zu entries), emptied", cache->tab.n_nodes);
-                line_cache__clear(cache);
-        }
         c = malloc(sizeof(*c) + n * sizeof(c->lines[0]));
         if (!c)
                 return;
@@ -93,6 +133,5 @@ void line_cache__store(struct line_cache *cache, const struct elf_file *file, ui
         c->rel = rel;
         c->n_lines = n;
         memcpy(c->lines, pc->lines, n * sizeof(c->lines[0]));
-        if (hashtab__insert(&cache->tab, &c->node, line_key__hash(cache, &key)) < 0)
-                free(c);
+        line_cache__insert_young(cache, c, line_key__hash(cache, &key));
 }

@@ -44,16 +44,17 @@ static bool module__keep(struct address_space *space, const struct module *old, 
 {
         Dwfl_Module *mod;
 
-        if (!old || !old->dwfl_module || !module__same(old, m))
+        if (!old || !old->dwfl_module || !old->dwfl_name || !module__same(old, m))
                 return false;
         mod = dwfl_report_module(space->dwfl, old->dwfl_name, old->low, old->high);
         if (mod != old->dwfl_module) {
                 log_debug("%s: libdwfl did not keep module", old->name);
                 return false;
         }
+        /* NULL when out of memory: the next refresh reports it anew. */
+        m->dwfl_name = string_pool__intern_counted(&space->symbolizer->strings, old->dwfl_name);
         m->dwfl_module = mod;
         m->file = old->file;
-        m->dwfl_name = old->dwfl_name;
         shared_elf__ref(m->file); /* the old record's is released with it */
         m->bias = old->bias;
         m->low = old->low;
@@ -120,7 +121,7 @@ static const char *module__dwfl_name(struct address_space *space, const struct m
 
         if (asprintf(&name, "%s [%s]", m->name, m->file->key) < 0)
                 return NULL;
-        return string_pool__intern(&space->symbolizer->strings, name);
+        return string_pool__intern_counted(&space->symbolizer->strings, name);
 }
 
 static void module__report_new(struct address_space *space, const struct proc_map *maps, size_t n,
@@ -155,6 +156,14 @@ void module__release(struct module *m)
         if (m->file)
                 shared_elf__release(m->file);
         m->file = NULL;
+}
+
+void module__drop(struct address_space *space, struct module *m)
+{
+        module__release(m);
+        string_pool__unref(&space->symbolizer->strings, m->dwfl_name);
+        string_pool__unref(&space->symbolizer->strings, m->name);
+        m->dwfl_name = m->name = NULL;
 }
 
 void module__init(struct module *m, const char *name, const struct proc_map *maps, size_t n)

@@ -16,7 +16,7 @@ struct mapped_file {
         uint64_t start;           /* first address of the mapping */
         uint64_t limit;           /* one past the last address */
         uint64_t offset;          /* file offset of start */
-        const char *path;         /* path as the target sees it, "" if none */
+        const char *path;         /* as the target sees it, "" if none; as long as the mapping */
         const char *build_id_hex; /* lowercase hex GNU build-id, "" if none */
         bool has_debug_info;      /* line numbers were found for this file */
         /* Unique for the symbolizer's lifetime, never reused (unlike the

@@ -62,7 +62,9 @@ void symbolizer__free(struct symbolizer *s)
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *out)
 {
         *out = (struct symbolizer_stats){
-            .lines = s->lines.tab.n_nodes,
+            .lines = line_cache__size(&s->lines),
+            .lines_max = 2 * s->lines.max_entries,
+            .lines_evicted = s->lines.evicted,
             .strings = s->strings.tab.n_nodes,
             .mappings = s->mappings.tab.n_nodes,
             .files = s->files.tab.n_nodes,

@@ -21,8 +21,10 @@
  * Everything read from the target (maps, ELF files) is untrusted: sizes are
  * capped and failures degrade to "unknown", never to a crash.
  *
- * Strings handed out (function, file, path, build-id) are interned and stay
- * valid until symbolizer__free(). */
+ * Strings handed out (function, file, build-id, file key) are interned and
+ * stay valid until symbolizer__free(); a mapping's path only as long as the
+ * mapping, that is its address space (paths need not repeat across
+ * processes, so they are freed with the last one mapping them). */
 #pragma once
 
 #include <elfutils/libdwfl.h>
@@ -45,10 +47,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct symbolizer *, symbolizer__free, symbolizer__f
 /* Sizes of the shared caches, for the health line: what the daemon keeps
  * across processes, so that growth under churn can be told from a leak. */
 struct symbolizer_stats {
-        size_t lines;    /* resolved (file, address) entries in the line cache */
-        size_t strings;  /* interned strings */
-        size_t mappings; /* pooled mappings of live address spaces */
-        size_t files;    /* ELF file records (one per build-id ever seen) */
+        size_t lines;           /* resolved (file, address) entries in the line cache */
+        size_t lines_max;       /* its bound: LINE_CACHE_MAX_ENTRIES per generation, 2 */
+        uint64_t lines_evicted; /* entries it dropped so far, as bounded */
+        size_t strings;         /* interned strings */
+        size_t mappings;        /* pooled mappings of live address spaces */
+        size_t files;           /* ELF file records (one per build-id ever seen) */
 };
 void symbolizer__stats(const struct symbolizer *symbolizer, struct symbolizer_stats *out);
 

@@ -5,8 +5,11 @@
  * promises that strings stay valid until symbolizer__free().  Interning gives
  * both: one copy per distinct string, never freed before the pool, and equal
  * strings get equal pointers so other caches can compare keys by pointer.
- * The pool only grows; it is bounded by the number of distinct names in the
- * binaries that were symbolized, and each string by STRING_POOL_MAX_LEN. */
+ * Names from binaries are bounded by the distinct names in the binaries
+ * symbolized, and each string by STRING_POOL_MAX_LEN.  Paths of mapped
+ * files are not: a program unpacked to a fresh directory per run brings new
+ * ones with every process.  Those are interned counted, and freed with the
+ * last reference unless also interned plainly (pinned). */
 #include "util/string_pool.h"
 
 #include <stdlib.h>
@@ -15,6 +18,8 @@
 struct pooled_string {
         struct hash_node node;
         size_t len;
+        size_t refs; /* counted references (string_pool__intern_counted) */
+        bool pinned; /* interned plainly: lives as long as the pool */
         char text[];
 };
 
@@ -46,35 +51,73 @@ void string_pool__clear(struct string_pool *pool)
         hashtab__clear(&pool->tab, pooled_string__free);
 }
 
-const char *string_pool__intern_len(struct string_pool *pool, const char *s, size_t len)
+static struct pooled_string *string_pool__get(struct string_pool *pool, const char *s, size_t len)
 {
         struct string_key key = {.s = s, .len = len};
         struct pooled_string *ps;
         struct hash_node *found;
         uint64_t hash;
 
-        if (!s || len == 0)
-                return "";
         if (key.len > STRING_POOL_MAX_LEN)
                 key.len = STRING_POOL_MAX_LEN;
         hash = hash__bytes(pool->seed, s, key.len);
         found = hashtab__find(&pool->tab, hash, pooled_string__eq, &key);
         if (found)
-                return container_of(found, struct pooled_string, node)->text;
+                return container_of(found, struct pooled_string, node);
         ps = malloc(sizeof(*ps) + key.len + 1);
         if (!ps)
                 return NULL;
-        ps->len = key.len;
+        *ps = (struct pooled_string){.len = key.len};
         memcpy(ps->text, s, key.len);
         ps->text[key.len] = '\0';
         if (hashtab__insert(&pool->tab, &ps->node, hash) < 0) {
                 free(ps);
                 return NULL;
         }
+        return ps;
+}
+
+const char *string_pool__intern_len(struct string_pool *pool, const char *s, size_t len)
+{
+        struct pooled_string *ps;
+
+        if (!s || len == 0)
+                return "";
+        ps = string_pool__get(pool, s, len);
+        if (!ps)
+                return NULL;
+        ps->pinned = true;
         return ps->text;
 }
 
 const char *string_pool__intern(struct string_pool *pool, const char *s)
 {
         return string_pool__intern_len(pool, s, s ? strnlen(s, STRING_POOL_MAX_LEN + 1) : 0);
+}
+
+const char *string_pool__intern_counted(struct string_pool *pool, const char *s)
+{
+        size_t len = s ? strnlen(s, STRING_POOL_MAX_LEN + 1) : 0;
+        struct pooled_string *ps;
+
+        if (len == 0)
+                return "";
+        ps = string_pool__get(pool, s, len);
+        if (!ps)
+                return NULL;
+        ps->refs++;
+        return ps->text;
+}
+
+void string_pool__unref(struct string_pool *pool, const char *s)
+{
+        struct pooled_string *ps;
+
+        if (!s || !s[0])
+                return;
+        ps = container_of(s, struct pooled_string, text);
+        if (ps->refs == 0 || --ps->refs > 0 || ps->pinned)
+                return;
+        hashtab__remove(&pool->tab, &ps->node);
+        free(ps);
 }

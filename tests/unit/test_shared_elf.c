@@ -2,9 +2,13 @@
  * of processes mapping the same files share one image per file (no mapping
  * or fd per process), symbolize through the shared module exactly as
  * through their own, and release everything when the last one goes away,
- * also on refresh after dlclose and under churn. */
+ * also on refresh after dlclose and under churn, and keep no name of a
+ * path that no process maps any more. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -295,6 +299,57 @@ static void test_churn(struct symbolizer *s, pid_t child)
         CHECK(count_file_mappings() == maps);
 }
 
+/* Copies the file at `from` to `to`; false when it cannot. */
+static bool copy_file(const char *from, const char *to)
+{
+        _cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int out = -1;
+        struct stat st;
+
+        if (in < 0 || fstat(in, &st) < 0)
+                return false;
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        return out >= 0 && sendfile(out, in, NULL, (size_t)st.st_size) == st.st_size;
+}
+
+/* A library loaded from a new path by every process (a program unpacked
+ * to a fresh directory per run): the address spaces gone, the pool keeps
+ * none of the paths (issue 20: one name per library per process, for good). */
+static void test_unique_paths(struct symbolizer *s)
+{
+        void *probe = dlopen("libBrokenLocale.so.1", RTLD_NOW | RTLD_LOCAL);
+        size_t strings[4] = {0};
+        Dl_info info;
+        char dir[] = "/tmp/profd-unit-XXXXXX";
+
+        if (!probe || !dladdr(dlsym(probe, "__ctype_get_mb_cur_max"), &info) || !mkdtemp(dir)) {
+                fprintf(stderr, "skipping unique-path test\n");
+                return;
+        }
+        for (int i = 0; i < 4; i++) {
+                char path[64];
+                struct address_space *space;
+                void *handle;
+
+                snprintf(path, sizeof(path), "%s/lib%d.so", dir, i);
+                CHECK(copy_file(info.dli_fname, path));
+                handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+                CHECK(handle);
+                space = address_space__new(s, getpid());
+                CHECK(space);
+                address_space__free(space);
+                dlclose(handle);
+                unlink(path);
+                strings[i] = s->strings.tab.n_nodes;
+        }
+        rmdir(dir);
+        dlclose(probe);
+        fprintf(stderr, "unique paths: strings %zu %zu %zu %zu\n", strings[0], strings[1],
+                strings[2], strings[3]);
+        /* The first may add the build-id's key, which stays. */
+        CHECK(strings[1] == strings[2] && strings[2] == strings[3]);
+}
+
 int main(void)
 {
         struct symbolizer *s = symbolizer__new();
@@ -318,6 +373,7 @@ int main(void)
         test_shared(s, child);
         test_refresh_release(s);
         test_churn(s, child);
+        test_unique_paths(s);
         kill(child, SIGKILL);
         CHECK(waitpid(child, &status, 0) == child);
         symbolizer__free(s);
