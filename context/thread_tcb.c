@@ -36,9 +36,13 @@ static uint64_t find_link_offset(pid_t pid, uint64_t head, uint64_t node)
         if (node < THREAD_TCB_LINK_MAX || !read_exact(pid, node, words + at_node, 16) ||
             words[at_node + 1] != head)
                 return 0;
-        if (!read_exact(pid, node - THREAD_TCB_LINK_MAX, words, sizeof(words)))
+        /* A TCB at the start of a mapping: from the node's page on only. */
+        uint64_t from = node - THREAD_TCB_LINK_MAX, page = node & ~4095ull;
+        if (!read_exact(pid, from, words, sizeof(words)) &&
+            (page <= from || !read_exact(pid, page, words + (page - from) / 8, node + 16 - page)))
                 return 0;
-        for (uint64_t link = TCB_SELF_BYTES; link <= THREAD_TCB_LINK_MAX; link += 8) {
+        uint64_t most = page > from ? node - page : THREAD_TCB_LINK_MAX;
+        for (uint64_t link = TCB_SELF_BYTES; link <= most; link += 8) {
                 size_t tcb = at_node - link / 8;
                 if (words[tcb] == node - link && words[tcb + 2] == node - link)
                         return link;
