@@ -358,10 +358,11 @@ static void reader__learn_fs_bases(struct context_reader *reader, struct target 
         if (!missing || !reader->tls.rtld_global || !reader->tls.has_module ||
             !process_context__tls_schema_ok(&reader->process))
                 return;
-        uint64_t wait = target->n_threads != reader->tcb_walked_threads ? CONTEXT_TCB_WALK_MIN_NS
+        uint64_t wait = target->n_threads != reader->tcb_walked_threads ? reader->tcb_floor_ns
                                                                         : CONTEXT_TCB_WALK_NS;
         if (reader->tcb_walk_ns && now_ns < reader->tcb_walk_ns + wait)
                 return;
+        uint64_t begin = clock__ns(CLOCK_MONOTONIC);
         reader->tcb_walk_ns = now_ns;
         reader->tcb_walked_threads = target->n_threads;
         size_t max = 2 * target->n_threads + 64; /* room for threads born meanwhile */
@@ -369,6 +370,10 @@ static void reader__learn_fs_bases(struct context_reader *reader, struct target 
         int n = entries ? thread_tcb__walk(reader->mem_pid, reader->tls.rtld_global,
                                            reader->tls.rtld_global_size, entries, max)
                         : -ENOMEM;
+        /* ~4 µs a thread: a big process whose threads come and go waits
+         * longer (CONTEXT_INDEX_DUTY times the walk's cost). */
+        uint64_t least = (clock__ns(CLOCK_MONOTONIC) - begin) * CONTEXT_INDEX_DUTY;
+        reader->tcb_floor_ns = least > CONTEXT_TCB_WALK_MIN_NS ? least : CONTEXT_TCB_WALK_MIN_NS;
         if (n <= 0)
                 return;
         for (size_t i = 0; i < target->n_threads; i++) {

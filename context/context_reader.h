@@ -22,7 +22,8 @@
 #define CONTEXT_INDEX_MAX_NS (1000ull * 1000 * 1000)
 #define CONTEXT_INDEX_DUTY   50 /* a rebuild is followed by >= 50x its cost of rest */
 /* glibc's thread lists are walked for blocked threads without an fs_base
- * at most this often, or this often when the thread set changed: */
+ * at most this often, or, when the thread set changed, this often (or
+ * CONTEXT_INDEX_DUTY times the walk's cost apart, if longer): */
 #define CONTEXT_TCB_WALK_NS     (1000ull * 1000 * 1000)
 #define CONTEXT_TCB_WALK_MIN_NS (100ull * 1000 * 1000)
 
@@ -50,8 +51,9 @@ struct context_reader {
         struct process_context process;
         struct thread_context tls;
         /* Walks of glibc's thread lists (thread_tcb.h): when the last ran
-         * (0: none yet), target->n_threads then. */
-        uint64_t tcb_walk_ns;
+         * (0: none yet), the least wait its cost allows, target->n_threads
+         * then. */
+        uint64_t tcb_walk_ns, tcb_floor_ns;
         size_t tcb_walked_threads;
 };
 

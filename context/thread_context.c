@@ -5,7 +5,8 @@
  * named otel_thread_ctx_v1 of type STT_TLS, defined, gives the variable's
  * offset in the module's TLS block; PT_TLS and PT_DYNAMIC come from the
  * program headers.  The first module found wins (OTEP 4947: one symbol per
- * process).
+ * process).  The search also notes ld.so's `_rtld_global` (.dynsym), whose
+ * thread lists give blocked threads' TCBs (thread_tcb.h).
  *
  * Link map: r_debug from the executable's DT_DEBUG (in its dynamic section
  * in memory), r_map, then link_map entries {l_addr, l_name, l_ld, l_next}
