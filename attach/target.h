@@ -95,7 +95,7 @@ struct tthread {
         uint32_t context_probe; /* capture holds slots from this index + 1 on, 0: its own */
         uint64_t context_start; /* start time from /proc (stat field 22), 0: unread */
         /* OTEP 4947 thread context: the thread's fs_base from its last
-         * ptrace-stop (0: never stopped), and its TLS variable's address
+         * ptrace-stop or glibc's thread lists (0: unknown), and its TLS variable's address
          * when in dynamic TLS (valid while tls_var_serial matches). */
         uint64_t tls_fs_base;
         uint64_t tls_var;

@@ -40,6 +40,7 @@
 
 #include "attach/remote_memory.h"
 #include "context/context_format.h"
+#include "context/thread_tcb.h"
 #include "symbolize/proc_maps.h"
 #include "util/cleanup.h"
 #include "util/clock.h"
@@ -324,6 +325,83 @@ static bool reader__index_allowed(const struct context_reader *reader, const str
         return !reader->index_last_ns || now_ns >= reader->index_last_ns + wait;
 }
 
+/* Whether `thread` still lacks the fs_base that would locate its record:
+ * at the attach every thread does; later only one just captured blocked
+ * (a running thread gets its own at its next stop). */
+static bool lacks_fs_base(const struct context_reader *reader, const struct tthread *thread)
+{
+        return !thread->tls_fs_base && !thread->exited &&
+               (!reader->tcb_walk_ns ||
+                (thread->captured && thread->capture.kind == CAPTURE_BLOCKED));
+}
+
+static const struct thread_tcb_entry *tcb_entries__find(const struct thread_tcb_entry *entries,
+                                                        size_t n, pid_t tid)
+{
+        for (size_t i = 0; i < n; i++)
+                if (entries[i].tid == tid)
+                        return &entries[i];
+        return NULL;
+}
+
+/* Gives threads that lack an fs_base the TCB glibc's thread lists name for
+ * their tid, so that none is stopped just to learn it.  The walk is
+ * believed only when it names one of our threads and agrees with every
+ * fs_base a stop gave. */
+static void reader__learn_fs_bases(struct context_reader *reader, struct target *target,
+                                   uint64_t now_ns)
+{
+        size_t missing = 0, learnt = 0, matched = 0;
+
+        for (size_t i = 0; i < target->n_threads; i++)
+                missing += lacks_fs_base(reader, target->threads[i]);
+        if (!missing || !reader->tls.rtld_global || !reader->tls.has_module ||
+            !process_context__tls_schema_ok(&reader->process))
+                return;
+        uint64_t wait = target->n_threads != reader->tcb_walked_threads ? reader->tcb_floor_ns
+                                                                        : CONTEXT_TCB_WALK_NS;
+        if (reader->tcb_walk_ns && now_ns < reader->tcb_walk_ns + wait)
+                return;
+        uint64_t begin = clock__ns(CLOCK_MONOTONIC);
+        reader->tcb_walk_ns = now_ns;
+        reader->tcb_walked_threads = target->n_threads;
+        size_t max = 2 * target->n_threads + 64; /* room for threads born meanwhile */
+        _cleanup_free_ struct thread_tcb_entry *entries = calloc(max, sizeof(*entries));
+        int n = entries ? thread_tcb__walk(reader->mem_pid, reader->tls.rtld_global,
+                                           reader->tls.rtld_global_size, entries, max)
+                        : -ENOMEM;
+        /* ~4 µs a thread: a big process whose threads come and go waits
+         * longer (CONTEXT_INDEX_DUTY times the walk's cost). */
+        uint64_t least = (clock__ns(CLOCK_MONOTONIC) - begin) * CONTEXT_INDEX_DUTY;
+        reader->tcb_floor_ns = least > CONTEXT_TCB_WALK_MIN_NS ? least : CONTEXT_TCB_WALK_MIN_NS;
+        if (n <= 0)
+                return;
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                const struct thread_tcb_entry *e =
+                    tcb_entries__find(entries, (size_t)n, target__ns_tid(target, thread));
+                if (!e)
+                        continue;
+                if (thread->tls_fs_base && thread->tls_fs_base != e->tcb) {
+                        log_debug("PID %d: glibc's thread lists disagree with thread %d's fs_base",
+                                  (int)reader->pid, (int)thread->tid);
+                        return;
+                }
+                matched++;
+        }
+        for (size_t i = 0; matched && i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                const struct thread_tcb_entry *e =
+                    tcb_entries__find(entries, (size_t)n, target__ns_tid(target, thread));
+                if (e && !thread->tls_fs_base && !thread->exited) {
+                        thread->tls_fs_base = e->tcb;
+                        learnt++;
+                }
+        }
+        log_debug("PID %d: %d threads in glibc's thread lists, fs_base learnt for %zu",
+                  (int)reader->pid, n, learnt);
+}
+
 bool context_reader__refresh(struct context_reader *reader, struct target *target, uint64_t now_ns,
                              bool rediscover, uint64_t maps_generation, const char *maps_text,
                              size_t maps_len)
@@ -337,6 +415,7 @@ bool context_reader__refresh(struct context_reader *reader, struct target *targe
 
         thread_context__refresh(&reader->tls, now_ns, rediscover, maps_generation, maps_text,
                                 maps_len);
+        reader__learn_fs_bases(reader, target, now_ns);
         refresh_segment(reader, target, now_ns, rediscover, maps_generation, maps_text, maps_len);
         return changed;
 }

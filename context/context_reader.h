@@ -21,6 +21,11 @@
  * down to this: `claims` is the target's to bump, not a budget of ours. */
 #define CONTEXT_INDEX_MAX_NS (1000ull * 1000 * 1000)
 #define CONTEXT_INDEX_DUTY   50 /* a rebuild is followed by >= 50x its cost of rest */
+/* glibc's thread lists are walked for blocked threads without an fs_base
+ * at most this often, or, when the thread set changed, this often (or
+ * CONTEXT_INDEX_DUTY times the walk's cost apart, if longer): */
+#define CONTEXT_TCB_WALK_NS     (1000ull * 1000 * 1000)
+#define CONTEXT_TCB_WALK_MIN_NS (100ull * 1000 * 1000)
 
 struct context_reader {
         pid_t pid;
@@ -45,6 +50,11 @@ struct context_reader {
          * records, read ahead of our own segment. */
         struct process_context process;
         struct thread_context tls;
+        /* Walks of glibc's thread lists (thread_tcb.h): when the last ran
+         * (0: none yet), the least wait its cost allows, target->n_threads
+         * then. */
+        uint64_t tcb_walk_ns, tcb_floor_ns;
+        size_t tcb_walked_threads;
 };
 
 enum context_state {
@@ -67,7 +77,9 @@ void context_reader__init(struct context_reader *reader, pid_t pid);
 /* Once per tick, after every thread is resumed: refreshes the process
  * context and the thread-context module (thread_context.h), re-validates the header,
  * discovers the segment (rate-limited, or at once when `rediscover`), and
- * rebuilds the tid -> slot index when slots changed owner.
+ * rebuilds the tid -> slot index when slots changed owner.  Threads
+ * without an fs_base (none yet at the attach, or captured blocked since)
+ * learn it from glibc's thread lists (thread_tcb.h), rate-limited.
  * `maps_generation` changes whenever the process's mappings did
  * (address_space__generation), 0 when unknown: /proc/PID/maps is scanned
  * for a segment only when it changed since the last scan, so an idle
@@ -83,7 +95,8 @@ void context_reader__clear(struct context_reader *reader);
 
 /* Whether the thread's OTEP 4947 record can be found only once its
  * fs_base is known, which takes one ptrace-stop: the process publishes
- * thread contexts and the thread has never been stopped. */
+ * thread contexts, the thread has never been stopped, and glibc's thread
+ * lists (walked by context_reader__refresh) did not give it either. */
 bool context_reader__needs_fs_base(const struct context_reader *reader,
                                    const struct tthread *thread);
 

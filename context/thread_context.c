@@ -5,7 +5,8 @@
  * named otel_thread_ctx_v1 of type STT_TLS, defined, gives the variable's
  * offset in the module's TLS block; PT_TLS and PT_DYNAMIC come from the
  * program headers.  The first module found wins (OTEP 4947: one symbol per
- * process).
+ * process).  The search also notes ld.so's `_rtld_global` (.dynsym), whose
+ * thread lists give blocked threads' TCBs (thread_tcb.h).
  *
  * Link map: r_debug from the executable's DT_DEBUG (in its dynamic section
  * in memory), r_map, then link_map entries {l_addr, l_name, l_ld, l_next}
@@ -82,8 +83,8 @@ static bool seen(struct thread_context *context, const struct proc_map *map)
         return false;
 }
 
-/* The defined STT_TLS symbol otel_thread_ctx_v1 in .dynsym. */
-static bool find_symbol(Elf *elf, uint64_t *value)
+/* The defined symbol `wanted` of `type` in .dynsym: its value and size. */
+static bool find_symbol(Elf *elf, const char *wanted, int type, uint64_t *value, uint64_t *size)
 {
         Elf_Scn *scn = NULL;
 
@@ -97,12 +98,13 @@ static bool find_symbol(Elf *elf, uint64_t *value)
                 for (size_t i = 0; i < n && i < (1u << 22); i++) {
                         GElf_Sym sym;
                         const char *name;
-                        if (!gelf_getsym(data, (int)i, &sym) ||
-                            GELF_ST_TYPE(sym.st_info) != STT_TLS || sym.st_shndx == SHN_UNDEF)
+                        if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != type ||
+                            sym.st_shndx == SHN_UNDEF)
                                 continue;
                         name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-                        if (name && strcmp(name, THREAD_CONTEXT_SYMBOL) == 0) {
+                        if (name && strcmp(name, wanted) == 0) {
                                 *value = sym.st_value;
+                                *size = sym.st_size;
                                 return true;
                         }
                 }
@@ -167,9 +169,16 @@ static void look_at(struct thread_context *context, const struct proc_maps *maps
             !load_bias__compute(elf, map, run, (uint64_t)sysconf(_SC_PAGESIZE), &bias))
                 return;
         bool tls = program_headers(elf, &module, &dynamic);
+        uint64_t value, size;
         if (is_exe && dynamic)
                 context->exe_dynamic = bias + dynamic;
-        if (context->has_module || !tls || !dynamic || !find_symbol(elf, &module.sym_value))
+        /* ld.so's, whose thread lists give blocked threads' TCBs (thread_tcb.h). */
+        if (!context->rtld_global && find_symbol(elf, "_rtld_global", STT_OBJECT, &value, &size)) {
+                context->rtld_global = bias + value;
+                context->rtld_global_size = size;
+        }
+        if (context->has_module || !tls || !dynamic ||
+            !find_symbol(elf, THREAD_CONTEXT_SYMBOL, STT_TLS, &module.sym_value, &size))
                 return;
         module.bias = bias;
         module.dynamic = bias + dynamic;

@@ -40,6 +40,8 @@ struct thread_context {
         bool has_module;
         struct thread_context_module module;
         uint64_t exe_dynamic; /* runtime PT_DYNAMIC of the executable, 0: unknown */
+        /* ld.so's _rtld_global (.dynsym), 0: not found (thread_tcb.h). */
+        uint64_t rtld_global, rtld_global_size;
         /* From the link map: */
         bool resolved;
         int64_t tls_offset; /* static TLS: block at fs_base - tls_offset; 0: dynamic */

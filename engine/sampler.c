@@ -553,7 +553,8 @@ static void unwind_capture(struct registry *registry, struct target *target, str
             !profiled->python || py_process__sample_reusable(profiled->python, &thread->capture);
         /* A stop, if the call restarts unseen: for the registers the walk
          * lacked, or once for the fs_base that locates its OTEP 4947 record
-         * (a thread blocked since before the attach never stopped). */
+         * (a thread blocked since before the attach never stopped, when
+         * glibc's thread lists did not give it: context_reader.c). */
         thread->needs_stop = thread->capture.kind == CAPTURE_BLOCKED &&
                              (stack->end == UNWIND_NEEDS_REGISTERS ||
                               context_reader__needs_fs_base(&profiled->context, thread)) &&

@@ -58,9 +58,9 @@ def tid_of(sample):
 
 def check_labelled(samples, expected, attributes=None):
     """Every sample of each expected thread carries its ids (>= 99%), from
-    its first on: a thread blocked since before the attach is stopped once,
-    in a call that restarts unseen, to learn the fs_base that locates its
-    record."""
+    its first on: a thread blocked since before the attach gets the fs_base
+    that locates its record from glibc's thread lists, without a stop
+    (context/thread_tcb.c)."""
     for tid, (trace, span) in expected.items():
         mine = [s for s in samples if tid_of(s) == tid]
         assert len(mine) >= 20, f"thread {tid}: only {len(mine)} samples"
@@ -176,9 +176,10 @@ def test_c_writer_publishes_the_standards(profd, start_lines, variant):
 
 def test_threads_blocked_since_before_the_attach_are_labelled(profd, start_lines):
     """A thread that entered its span and blocked before the attach never
-    runs again, so no sampling stop ever gave its fs_base: it is stopped
-    once, in its pause() (which restarts unseen), and every sample from
-    the first carries its ids (only the standards can label it here)."""
+    runs again, so no sampling stop ever gave its fs_base: it is found in
+    glibc's thread lists instead (no stop: every thread here is blocked,
+    so none is re-stopped), and every sample from the first carries its
+    ids (only the standards can label it here)."""
     argv, _ = C_WRITERS["no-segment"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPLUNK_"))}
     env["CTX_WORKERS_BLOCK"] = "1"
@@ -188,6 +189,7 @@ def test_threads_blocked_since_before_the_attach_are_labelled(profd, start_lines
     expected = {int(tid): (trace, span) for tid, trace, span in (line.split() for line in lines)}
     check_labelled(prof.samples, expected)
     assert result.summary["eintr_repaired"] == 0, result.summary
+    assert result.summary["restopped"] == 0, result.summary
 
 
 @pytest.mark.parametrize("variant", ["library", "no-segment"])
