@@ -45,6 +45,15 @@ struct profiled_target {
  * cannot be set up degrades (native-only, not exported) with a warning. */
 int profiled_target__prepare(struct registry *registry, struct target *target);
 
+/* The perf event every thread of a native target gets (attach/perf_sampler.h):
+ * the task clock every --interval of CPU time. */
+struct perf_sampler_config profiled_target__perf_config(const struct profd_config *config);
+
+/* --sampler=perf, before any target is touched: whether this process may
+ * open such an event at all (on itself: the same privilege check as on a
+ * target).  0 or -errno after a one-line error. */
+int profiled_target__check_perf(const struct profd_config *config);
+
 /* After target__follow_leader_exit moved target->mem_pid: the address
  * space and the Python reader read through the new thread. */
 void profiled_target__follow_memory_pid(struct target *target);
