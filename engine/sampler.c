@@ -227,16 +227,19 @@ static void reserve_python(struct target *target, struct tthread *thread)
 }
 
 /* Whether the kernel samples this thread on its CPU (attach/perf_sampler.h)
- * this tick.  Not while its OTEP 4947 record needs its fs_base, which perf
- * does not give: that thread is sampled by a stop first (once in its life),
- * and what its ring held meanwhile is dropped. */
+ * this tick.  Not in a process that publishes span context: a sample's span
+ * slot or OTEP 4947 record must be copied in the same instant as its stack,
+ * and the kernel copies only the stack (read at the drain, up to a tick
+ * later, 5 samples of tests/test_otel_context.py's work outside any span
+ * carried the span that began after it).  Such a thread is stopped as
+ * before, and what its ring held meanwhile is dropped. */
 static bool uses_perf(struct target *target, struct tthread *thread)
 {
         struct profiled_target *profiled = target->owner;
 
         if (thread->perf.fd < 0)
                 return false;
-        if (!context_reader__needs_fs_base(&profiled->context, thread))
+        if (!context_reader__publishes_spans(&profiled->context))
                 return true;
         perf_sampler__discard(&thread->perf);
         return false;
@@ -322,7 +325,7 @@ static size_t interrupt_running_threads(struct registry *registry)
                                 break;
                         struct tthread *thread = target->threads[i];
                         thread->captured = thread->blocked_candidate = false;
-                        thread->reuse_last_stack = false;
+                        thread->reuse_last_stack = thread->perf_tick = thread->perf_due = false;
                         if (thread->group_stopped || thread->interrupt_pending || thread->exited)
                                 continue;
                         read_sched_before(thread);
@@ -906,15 +909,11 @@ struct tick_clock {
 
 /* Phase 3 for a thread whose ring holds samples: each is unwound and
  * recorded as it is taken out, and the thread gets no other sample this
- * tick.  Its span record and slots are read from the live thread right
- * after (the kernel copied no more than the stack): a span that ended in
- * the few hundred µs since the sample fired is missed, one that began
- * meanwhile is named.  Each sample beyond the first of the tick is
- * counted as asked too. */
+ * tick.  Its process publishes no span context (uses_perf).  Each sample
+ * beyond the first of the tick is counted as asked too. */
 static void take_perf_samples(struct registry *registry, struct target *target,
                               struct tthread *thread, const struct tick_clock *tick)
 {
-        struct profiled_target *profiled = target->owner;
         struct capture *capture = &thread->capture;
         struct perf_sample_info info;
         uint64_t lost = thread->perf.lost, n = 0;
@@ -925,14 +924,12 @@ static void take_perf_samples(struct registry *registry, struct target *target,
                 registry->stats.skipped++;
                 return;
         }
-        capture->regs.fs_base = thread->tls_fs_base; /* kept by perf_sampler__next */
         while (n < PERF_SAMPLES_PER_TICK &&
                perf_sampler__next(&thread->perf, capture, target->mem_pid, thread->tid, &info) ==
                    1) {
                 capture->time_ns = tick->realtime_ns + (info.time_ns - tick->ns);
                 thread->perf_time_ns = info.time_ns;
                 thread->perf_period_ns = info.period_ns;
-                context_reader__capture(&profiled->context, thread);
                 thread->captured = true;
                 unwind_capture(registry, target, thread);
                 record_thread(registry, target, thread, tick->realtime_ns, tick->ns);
