@@ -1,6 +1,10 @@
 /* sampler.c — one tick: stop only the threads that must be stopped, for as
  * short a time as possible, then do the slow work.
  *
+ *   0. A thread of a native process the kernel samples at its CPU-time
+ *      ticks (attach/perf_sampler.h) is never interrupted: the samples in
+ *      its ring are unwound and recorded in phase 3 (b, first); without
+ *      any since the last tick it is treated as below, but never stopped.
  *   1. For each thread, read /proc just before acting: a thread still
  *      idle since its last (blocked) sample, by its schedstat run count,
  *      reuses its last stack; otherwise /proc/.../syscall says whether it
@@ -15,7 +19,8 @@
  *         is still blocked at the same point and has not run (else: one
  *         retry, then skipped).  Stack copies stop where the thread's
  *         stack ends (learnt from earlier unwinds, attach/capture.c).
- *      b. Unwind.
+ *      b. Unwind: the perf samples first (each recorded at once), then
+ *         the captures.
  *   4. A blocked thread whose stack needs registers /proc does not give
  *      (frame-pointer code needs RBP, which could not be recovered from
  *      the copy) is interrupted after all, but only when its syscall
@@ -265,9 +270,9 @@ static bool waited_more_than_ran(struct tthread *thread)
  * samples in its ring are taken in phase 3.  Without any it has used less
  * than a period of CPU since its last one: a blocked thread is sampled from
  * /proc as any other, an idle one reuses its last stack, and one that is
- * running (or waiting for a CPU) reuses its last stack as `running` with no
- * CPU time (its next perf sample carries it).  Returns whether it is the
- * kernel's. */
+ * running or waiting for a CPU reuses its last stack with no CPU time (its
+ * next perf sample carries it), `runnable` when it waited more than it
+ * ran.  Returns whether it is the kernel's. */
 static bool plan_perf_thread(struct registry *registry, struct target *target,
                              struct tthread *thread)
 {
@@ -740,11 +745,6 @@ static bool takes_cpu(const struct tthread *thread, enum sample_state state, uin
         return !in_call || thread->kernel_wait_before == KERNEL_WAIT_PREEMPTED;
 }
 
-/* The sample's values.  cpu: the thread's on-CPU time (the kernel's
- * accounting) not yet charged, charged only where takes_cpu() says, so
- * that run-queue and blocked time never is: it accrues to the thread's
- * next such sample; without schedstat, the wall time since its last
- * sample for a running one.  wall: the time since its last sample. */
 /* The values of a thread the kernel samples: a perf sample's cpu is its
  * period (CPU time the kernel counted while the thread ran, run-queue time
  * never), the thread's other samples carry none.  wall: the time since its
@@ -765,6 +765,11 @@ static void perf_values(struct registry *registry, struct tthread *thread, uint6
                 thread->last_sample_ns = at;
 }
 
+/* The sample's values.  cpu: the thread's on-CPU time (the kernel's
+ * accounting) not yet charged, charged only where takes_cpu() says, so
+ * that run-queue and blocked time never is: it accrues to the thread's
+ * next such sample; without schedstat, the wall time since its last
+ * sample for a running one.  wall: the time since its last sample. */
 static void sample_values(struct registry *registry, struct tthread *thread,
                           enum sample_state state, uint64_t tick_ns, struct sample_record *record)
 {
