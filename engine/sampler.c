@@ -826,7 +826,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
             .tid = thread->tid,
             .thread_name = thread->name,
             .thread_state = sample_state_names[state],
-            .time_ns = perf ? thread->capture.time_ns : tick_realtime_ns,
+            .time_ns = tick_realtime_ns, /* a perf sample too: the Splunk snapshot's instant */
             .stack = &thread->last_stack,
             .thread_id = thread->tid, /* native: no runtime id beyond the tid */
             .merged = merged,
@@ -909,19 +909,20 @@ struct tick_clock {
         uint64_t realtime_ns, ns;
 };
 
-/* At most this many perf samples per thread and tick; more stay in the ring. */
-#define PERF_SAMPLES_PER_TICK 64
-
-/* Phase 3 for a thread whose ring holds samples: each is unwound and
- * recorded as it is taken out, and the thread gets no other sample this
- * tick.  Its process publishes no span context (uses_perf).  Each sample
- * beyond the first of the tick is counted as asked too. */
+/* Phase 3 for a thread whose ring holds samples: the oldest is unwound and
+ * recorded, and the thread gets no other sample this tick; the rest stay
+ * in the ring for the next ticks.  One per tick, as every thread gets: a
+ * Splunk record is one snapshot per tick, each thread once, and a thread's
+ * CPU time cannot outrun the wall clock, so they do not pile up while the
+ * tracer keeps up (ticks it misses lose samples, as stops would: the ring
+ * fills and the kernel counts what it drops).  Its process publishes no
+ * span context (uses_perf). */
 static void take_perf_samples(struct registry *registry, struct target *target,
                               struct tthread *thread, const struct tick_clock *tick)
 {
         struct capture *capture = &thread->capture;
         struct perf_sample_info info;
-        uint64_t lost = thread->perf.lost, n = 0;
+        uint64_t lost = thread->perf.lost;
 
         thread->blocked_candidate = thread->reuse_last_stack = false;
         if (capture__ready(capture) < 0) {
@@ -929,20 +930,18 @@ static void take_perf_samples(struct registry *registry, struct target *target,
                 registry->stats.skipped++;
                 return;
         }
-        while (n < PERF_SAMPLES_PER_TICK &&
-               perf_sampler__next(&thread->perf, capture, target->mem_pid, thread->tid, &info) ==
-                   1) {
+        if (perf_sampler__next(&thread->perf, capture, target->mem_pid, thread->tid, &info) == 1) {
                 capture->time_ns = tick->realtime_ns + (info.time_ns - tick->ns);
                 thread->perf_time_ns = info.time_ns;
                 thread->perf_period_ns = info.period_ns;
                 thread->captured = true;
                 unwind_capture(registry, target, thread);
                 record_thread(registry, target, thread, tick->realtime_ns, tick->ns);
-                n++;
+        } else {
+                registry->stats.skipped++; /* only a lost-samples record, or a bad one */
         }
         thread->captured = false;
         registry->stats.perf_lost += thread->perf.lost - lost;
-        registry->stats.thread_samples_asked += n > 1 ? n - 1 : 0;
 }
 
 static size_t sample_and_unwind_target(struct registry *registry, struct target *target,
