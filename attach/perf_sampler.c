@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -50,7 +51,9 @@ static void fill_attr(struct perf_event_attr *attr, const struct perf_sampler_co
         attr->size = sizeof(*attr);
         attr->type = PERF_TYPE_SOFTWARE;
         attr->config = PERF_COUNT_SW_TASK_CLOCK;
-        attr->sample_period = config->period_ns;
+        attr->sample_period = config->period_ns < PERF_SAMPLER_FIRST_PERIOD_NS
+                                  ? config->period_ns
+                                  : PERF_SAMPLER_FIRST_PERIOD_NS;
         attr->sample_type = SAMPLE_TYPE;
         attr->sample_regs_user = REGS_MASK;
         attr->sample_stack_user = config->stack_bytes & ~7u;
@@ -105,6 +108,9 @@ int perf_sampler__open(struct perf_sampler *sampler, pid_t tid,
         }
         sampler->fd = fd;
         sampler->base = base;
+        if (config->period_ns > PERF_SAMPLER_FIRST_PERIOD_NS)
+                sampler->period_ns = config->period_ns;
+        sampler->regular_ns = config->period_ns;
         sampler->data_size = (uint64_t)config->ring_pages * page;
         return 0;
 }
@@ -193,38 +199,41 @@ static void begin_capture(struct capture *capture, pid_t pid, pid_t tid)
         capture->stack_len = 0;
 }
 
-/* One PERF_RECORD_SAMPLE of `size` bytes at `pos`.  false when its fields
- * do not fit the record it claims to be. */
-static bool read_sample(const struct perf_sampler *sampler, uint64_t pos, size_t size,
-                        struct capture *capture, struct perf_sample_info *info)
+enum sample_read {
+        SAMPLE_OK,
+        SAMPLE_NO_REGS, /* no user registers (a thread exiting): skipped */
+        SAMPLE_BAD,     /* its fields do not fit the record it claims to be */
+};
+
+/* One PERF_RECORD_SAMPLE of `size` bytes at `pos`. */
+static enum sample_read read_sample(const struct perf_sampler *sampler, uint64_t pos, size_t size,
+                                    struct capture *capture, struct perf_sample_info *info)
 {
         uint64_t words[4 + N_REGS + 1]; /* pid/tid, time, period, abi, regs, size */
         uint64_t dyn_size = 0, stack_size;
         size_t off = sizeof(struct perf_event_header);
 
         if (size < off + SAMPLE_PREFIX - N_REGS * 8)
-                return false;
+                return SAMPLE_BAD;
         ring_copy(sampler, pos + off, words, 4 * 8);
         info->time_ns = words[1];
         info->period_ns = words[2];
         off += 4 * 8;
-        if (words[3] != 0) { /* abi: registers present */
-                if (size < off + N_REGS * 8 + 8)
-                        return false;
-                ring_copy(sampler, pos + off, words + 4, N_REGS * 8);
-                off += N_REGS * 8;
-                set_registers(capture, words + 4);
-        } else {
-                return false; /* no user registers: nothing to unwind */
-        }
+        if (words[3] == 0) /* abi: no user registers, nothing to unwind */
+                return SAMPLE_NO_REGS;
+        if (size < off + N_REGS * 8 + 8)
+                return SAMPLE_BAD;
+        ring_copy(sampler, pos + off, words + 4, N_REGS * 8);
+        off += N_REGS * 8;
+        set_registers(capture, words + 4);
         ring_copy(sampler, pos + off, &stack_size, 8);
         off += 8;
         if (stack_size > size - off || (stack_size && size - off - stack_size < 8))
-                return false;
+                return SAMPLE_BAD;
         if (stack_size)
                 ring_copy(sampler, pos + off + stack_size, &dyn_size, 8);
         if (dyn_size > stack_size)
-                return false;
+                return SAMPLE_BAD;
         capture->stack_start = capture->regs.rsp;
         if (capture->stack && dyn_size) {
                 size_t len =
@@ -232,6 +241,37 @@ static bool read_sample(const struct perf_sampler *sampler, uint64_t pos, size_t
                 ring_copy(sampler, pos + off, capture->stack, len);
                 capture->stack_len = len;
         }
+        return SAMPLE_OK;
+}
+
+/* After the first sample: the regular period from now on, and the CPU
+ * time of the short-period samples already in the ring, whose records are
+ * dropped (counted in *period_ns), so that none waits behind the first. */
+static bool end_first_period(struct perf_sampler *sampler, uint64_t *period_ns)
+{
+        uint64_t period = sampler->period_ns, head, tail;
+
+        sampler->period_ns = 0;
+        if (ioctl(sampler->fd, PERF_EVENT_IOC_PERIOD, &period) < 0)
+                return false;
+        head = head_of(sampler);
+        tail = tail_of(sampler);
+        for (uint64_t n = 0; n <= sampler->data_size / sizeof(struct perf_event_header); n++) {
+                struct perf_event_header header;
+                uint64_t words[3]; /* pid/tid, time, period */
+
+                if (head - tail < sizeof(header) || head - tail > sampler->data_size)
+                        break;
+                ring_copy(sampler, tail, &header, sizeof(header));
+                if (header.size < sizeof(header) || header.size > head - tail)
+                        break;
+                if (header.type == PERF_RECORD_SAMPLE && header.size >= sizeof(header) + 24) {
+                        ring_copy(sampler, tail + sizeof(header), words, sizeof(words));
+                        *period_ns += words[2]; /* a short one (the kernel says 1 ms) */
+                }
+                tail += header.size;
+        }
+        set_tail(sampler, tail);
         return true;
 }
 
@@ -258,10 +298,17 @@ int perf_sampler__next(struct perf_sampler *sampler, struct capture *capture, pi
                         break;
                 if (header.type == PERF_RECORD_SAMPLE) {
                         begin_capture(capture, pid, tid);
-                        bool ok = read_sample(sampler, tail, header.size, capture, info);
-                        set_tail(sampler, tail + header.size);
-                        if (!ok)
+                        enum sample_read r = read_sample(sampler, tail, header.size, capture, info);
+                        if (r == SAMPLE_BAD)
                                 break;
+                        tail += header.size;
+                        set_tail(sampler, tail);
+                        if (r != SAMPLE_OK)
+                                continue;
+                        if (!sampler->period_ns)
+                                info->period_ns = sampler->regular_ns;
+                        else if (!end_first_period(sampler, &info->period_ns))
+                                perf_sampler__close(sampler);
                         return 1;
                 }
                 if (header.type == PERF_RECORD_LOST && header.size >= sizeof(header) + 16) {

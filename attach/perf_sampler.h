@@ -34,6 +34,11 @@
  * that far behind loses samples, counted in perf_lost. */
 #define PERF_SAMPLER_RING_PAGES 32
 
+/* A new event's first sample comes after this much CPU (or period_ns if
+ * shorter), so that a thread is seen soon after it appears, as a stop
+ * would see it at the next tick; its period then becomes period_ns. */
+#define PERF_SAMPLER_FIRST_PERIOD_NS (1000ull * 1000)
+
 struct perf_sampler_config {
         uint64_t period_ns;   /* CPU time between samples; 0: perf sampling off */
         uint32_t stack_bytes; /* user stack copied per sample (multiple of 8, < 64 KiB) */
@@ -47,7 +52,11 @@ struct perf_sampler {
         uint8_t *base;  /* header page, then data_size bytes of ring */
         size_t map_len; /* bytes mapped at base */
         uint64_t data_size;
-        uint64_t lost;    /* samples the kernel dropped (ring full) */
+        uint64_t lost;      /* samples the kernel dropped (ring full) */
+        uint64_t period_ns; /* to set after the first sample (0: set) */
+        /* The regular period, which samples stand for once it is set: the
+         * kernel keeps reporting the first period for hrtimer events. */
+        uint64_t regular_ns;
         uint64_t invalid; /* records that failed a check (ring skipped) */
 };
 
@@ -77,7 +86,10 @@ bool perf_sampler__pending(const struct perf_sampler *sampler);
  * into capture->stack, up to its capacity; the caller has made the
  * buffer ready), skipping other records.  Returns 1 with a sample, 0 when
  * the ring is empty, or -EBADMSG when a record failed its checks (what
- * was left in the ring is dropped). */
+ * was left in the ring is dropped).  The event's first sample also takes
+ * the periods of the short-period samples after it (their CPU time is
+ * charged to its stack) and sets the regular period: one ioctl, once per
+ * thread; a refusal closes the event (the thread is interrupted instead). */
 int perf_sampler__next(struct perf_sampler *sampler, struct capture *capture, pid_t pid, pid_t tid,
                        struct perf_sample_info *info);
 
