@@ -56,6 +56,11 @@ struct capture_interp {
 enum capture_kind {
         CAPTURE_STOPPED, /* interrupted: all registers are known */
         CAPTURE_BLOCKED, /* blocked in a syscall: SP and PC (and maybe BP) */
+        /* taken by the kernel at a CPU-time tick (attach/perf_sampler.h):
+         * the general-purpose registers and IP, the stack from SP (no red
+         * zone), no system call state (orig_rax is -1) and no fs_base but
+         * the one the thread's last stop gave */
+        CAPTURE_PERF,
 };
 
 struct capture {

@@ -31,6 +31,7 @@ static void thread_free(struct tthread *thread)
         if (!thread)
                 return;
         proc_thread_files__close(&thread->files);
+        perf_sampler__close(&thread->perf);
         capture__release(&thread->capture);
         free(thread->last_stack.pcs);
         free(thread->last_stack.sps);
@@ -61,6 +62,7 @@ static struct tthread *thread_new(pid_t pid, pid_t tid, const struct target_opti
         if (!thread)
                 return NULL;
         thread->tid = tid;
+        perf_sampler__init(&thread->perf);
         thread->files = (struct proc_thread_files){-1, -1, -1, -1, KSTACK_UNOPENED};
         if (!thread_stack__reserve(&thread->last_stack, 1) ||
             capture__init(&thread->capture, options->stack_bytes) < 0 ||
@@ -110,8 +112,36 @@ struct tthread *target__add_thread(struct target *target, pid_t tid)
         thread = thread_new(target->pid, tid, &target->options);
         if (!thread)
                 return NULL;
+        if (target->perf.period_ns)
+                (void)perf_sampler__open(&thread->perf, tid, &target->perf);
         target->threads[target->n_threads++] = thread;
         return thread;
+}
+
+int target__start_perf(struct target *target, const struct perf_sampler_config *config)
+{
+        bool first = true; /* the first open decides: the others differ only by chance */
+
+        target->perf = *config;
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                if (thread->perf.fd >= 0 || thread->exited)
+                        continue;
+                int r = perf_sampler__open(&thread->perf, thread->tid, config);
+                if (r < 0 && first) {
+                        target__stop_perf(target);
+                        return r;
+                }
+                first = false;
+        }
+        return 0;
+}
+
+void target__stop_perf(struct target *target)
+{
+        target->perf.period_ns = 0;
+        for (size_t i = 0; i < target->n_threads; i++)
+                perf_sampler__close(&target->threads[i]->perf);
 }
 
 void target__remove_thread(struct target *target, pid_t tid)

@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "attach/capture.h"
+#include "attach/perf_sampler.h"
 #include "attach/proc_thread.h"
 
 struct target_options {
@@ -100,6 +101,13 @@ struct tthread {
         uint64_t tls_fs_base;
         uint64_t tls_var;
         uint32_t tls_var_serial;
+        /* On-CPU samples taken by the kernel (fd -1: none, the thread is
+         * interrupted instead); opened while target->perf is on. */
+        struct perf_sampler perf;
+        bool perf_tick;          /* sampler: sampled from the ring this tick */
+        bool perf_due;           /* sampler: the ring held samples this tick */
+        uint64_t perf_time_ns;   /* sampler: the current perf sample's time */
+        uint64_t perf_period_ns; /* sampler: the CPU time it stands for */
 };
 
 struct target {
@@ -118,6 +126,9 @@ struct target {
         bool released;    /* every thread detached (gone, but not exited) */
         bool same_pid_ns; /* lives in /proc's PID namespace: ids need no mapping */
         struct target_options options;
+        /* Perf sampling (attach/perf_sampler.h): on when period_ns is not 0;
+         * every thread added meanwhile gets its event. */
+        struct perf_sampler_config perf;
         void *owner; /* the sampler's per-target state, not owned here */
         /* The owner's set-up, asked of a worker and not answered yet: the
          * request's serial (0: none) and when (engine/profiled_target.h). */
@@ -150,6 +161,14 @@ struct tthread *target__find_thread(struct target *target, pid_t tid);
  * own namespace, all the target's threads do and none is read again.
  * thread->tid when unreadable. */
 pid_t target__ns_tid(struct target *target, struct tthread *thread);
+
+/* Turns perf sampling on: opens the event of every thread (those added
+ * later open theirs in target__add_thread).  0, or -errno of the first
+ * thread's open (then nothing stays open and it is off); a later thread
+ * that cannot open its event is left without (interrupted instead). */
+int target__start_perf(struct target *target, const struct perf_sampler_config *config);
+/* Turns it off and closes every thread's event. */
+void target__stop_perf(struct target *target);
 
 /* Registers a thread the kernel attached for us (clone).  NULL on ENOMEM or
  * when the thread is already gone. */

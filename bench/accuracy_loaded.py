@@ -377,6 +377,7 @@ def markdown(cells, cfg):
            "",
            f"`python3 bench/accuracy_loaded.py --secs {cfg.secs}"
            + (f" --nice {cfg.nice}" if cfg.nice is not None else "")
+           + (f" --sampler {cfg.sampler}" if cfg.sampler else "")
            + f"` (commit {commit()}, build {cfg.build}); {cfg.secs} s per window, "
            f"ours at {HZ} Hz, perf `-e cpu-clock -F {PERF_HZ} --call-graph dwarf` over the same window.  "
            "Flat = leaf symbol share of CPU (ours: cpu/nanoseconds; perf: samples, first user frame).  "
@@ -414,8 +415,13 @@ def main():
     ap.add_argument("--competitors", default="pyspy,austin")
     ap.add_argument("--nice", type=int, help="run splunk-profd under `nice -n N` (e.g. -10: is the "
                     "held-by-us pause shorter when the tracer outranks the hogs?)")
+    ap.add_argument("--sampler", help="run splunk-profd with --sampler=KIND (auto, perf, ptrace)")
     ap.add_argument("--out")
     cfg = ap.parse_args()
+    if cfg.sampler:
+        with_sampler = run.profiler_argv
+        run.profiler_argv = lambda tool, *a, **k: with_sampler(tool, *a, **k) + (  # noqa: E731
+            [f"--sampler={cfg.sampler}"] if tool == "ours" else [])
     if cfg.nice is not None:
         plain = run.profiler_argv
         run.profiler_argv = lambda tool, *a, **k: (  # noqa: E731

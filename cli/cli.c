@@ -518,6 +518,19 @@ static enum cli_result on_native(struct parse *parse, const char *arg)
         return CLI_RUN;
 }
 
+static enum cli_result on_sampler(struct parse *parse, const char *arg)
+{
+        if (strcmp(arg, "auto") == 0)
+                parse->config->sampler = SAMPLER_AUTO;
+        else if (strcmp(arg, "perf") == 0)
+                parse->config->sampler = SAMPLER_PERF;
+        else if (strcmp(arg, "ptrace") == 0)
+                parse->config->sampler = SAMPLER_PTRACE;
+        else
+                return fail(parse, "--sampler %.64s: not one of auto, perf, ptrace", arg);
+        return CLI_RUN;
+}
+
 /* The export flags are checked against the environment in finish_command. */
 static enum cli_result on_endpoint(struct parse *parse, const char *arg)
 {
@@ -747,6 +760,13 @@ static const struct cli_option options[] = {
      .apply = on_native,
      .help = "Python targets: native frames kept next to Python frames:\n"
              "default (outside the interpreter), all, python-only"},
+    {.name = "sampler",
+     .value = "KIND",
+     .joined = true,
+     .commands = FOR_RECORD | FOR_TOP,
+     .apply = on_sampler,
+     .help = "native processes: auto (perf_event_open where allowed, else\n"
+             "ptrace stops), perf (refused: an error), ptrace"},
     {.name = "endpoint",
      .value = "URL",
      .commands = FOR_RECORD,

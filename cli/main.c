@@ -378,7 +378,8 @@ static void print_summary(const struct registry *registry)
                 "waited_p50_us=%llu waited_p99_us=%llu ticks_asked=%llu ticks_taken=%llu "
                 "samples_asked=%llu running=%llu runnable=%llu cpu_charged_ms=%llu "
                 "errors=%llu stopped=%llu blocked=%llu "
-                "reused=%llu restopped=%llu merge_failed=%llu signals_forwarded=%llu "
+                "reused=%llu restopped=%llu perf=%llu perf_lost=%llu merge_failed=%llu "
+                "signals_forwarded=%llu "
                 "eintr_repaired=%llu interrupts_consumed=%llu cpu_ms=%llu%s\n",
                 registry->targets.n_targets, (unsigned long long)s->max_threads,
                 (unsigned long long)s->samples, (unsigned long long)s->skipped,
@@ -394,6 +395,7 @@ static void print_summary(const struct registry *registry)
                 (unsigned long long)(s->cpu_charged_ns / 1000000u), (unsigned long long)s->errors,
                 (unsigned long long)s->samples_stopped, (unsigned long long)s->samples_blocked,
                 (unsigned long long)s->samples_reused, (unsigned long long)s->samples_restopped,
+                (unsigned long long)s->samples_perf, (unsigned long long)s->perf_lost,
                 (unsigned long long)s->merge_failed,
                 (unsigned long long)registry->events.signals_reinjected,
                 (unsigned long long)registry->events.eintr_repaired,
@@ -696,6 +698,9 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         log_set_level(log_level_for(&config));
+        if (config.sampler == SAMPLER_PERF && config.command != COMMAND_DUMP &&
+            profiled_target__check_perf(&config) < 0)
+                return EXIT_USAGE; /* before any target is touched */
         if (config.name_pattern && (status = resolve_name(&config)) != 0)
                 return status;
         if (config.watch) {

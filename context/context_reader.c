@@ -467,6 +467,12 @@ bool context_reader__needs_fs_base(const struct context_reader *reader,
                process_context__tls_schema_ok(&reader->process);
 }
 
+bool context_reader__publishes_spans(const struct context_reader *reader)
+{
+        return reader->segment ||
+               (reader->tls.has_module && process_context__tls_schema_ok(&reader->process));
+}
+
 void context_reader__capture(const struct context_reader *reader, struct tthread *thread)
 {
         if (thread->capture.kind == CAPTURE_STOPPED)

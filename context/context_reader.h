@@ -100,6 +100,11 @@ void context_reader__clear(struct context_reader *reader);
 bool context_reader__needs_fs_base(const struct context_reader *reader,
                                    const struct tthread *thread);
 
+/* Whether the process publishes span context (our segment, or OTEP 4947
+ * thread records under a schema we read): its samples need the slot or
+ * record copied in the same instant as the stack. */
+bool context_reader__publishes_spans(const struct context_reader *reader);
+
 /* Stop window: copies this thread's slot into its capture with one
  * bounded process_vm_readv; a thread the index has no slot for gets the
  * CONTEXT_PROBE_SLOTS from its home slot instead, in one read too, when the

@@ -35,6 +35,13 @@ enum output_format {
         OUTPUT_SVG,        /* .svg: self-contained interactive flame graph */
 };
 
+/* --sampler: how running threads of a native process are sampled. */
+enum sampler_kind {
+        SAMPLER_AUTO,   /* perf where the kernel allows it, else ptrace stops */
+        SAMPLER_PERF,   /* perf_event_open; refused is an error */
+        SAMPLER_PTRACE, /* PTRACE_INTERRUPT stops, as for Python targets */
+};
+
 struct profd_config {
         enum profd_command command;
         enum output_format format;
@@ -65,6 +72,7 @@ struct profd_config {
         size_t max_depth;            /* frames kept per stack */
         int verbosity;               /* -v count */
         int native_mode;             /* enum native_mode (unwind/stack_merge.h): --native */
+        enum sampler_kind sampler;   /* --sampler (dump: always ptrace) */
         struct export_config export; /* Splunk OTLP export (see export_config.h) */
         /* SPLUNK_PROFILER_INCLUDE_INTERNAL_STACKS: keep the samples of
          * threads the span-context segment marks as the SDK's own. */

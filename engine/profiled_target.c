@@ -47,6 +47,60 @@ static void prepare_export(struct registry *registry, struct target *target,
                 otlp_target__update_resource(profiled->otlp, &profiled->context.process);
 }
 
+struct perf_sampler_config profiled_target__perf_config(const struct profd_config *config)
+{
+        return (struct perf_sampler_config){
+            .period_ns = (uint64_t)config->interval_ms * 1000000u,
+            .stack_bytes = PERF_SAMPLER_STACK_BYTES,
+            .ring_pages = PERF_SAMPLER_RING_PAGES,
+        };
+}
+
+int profiled_target__check_perf(const struct profd_config *config)
+{
+        struct perf_sampler_config perf = profiled_target__perf_config(config);
+        int r = perf_sampler__probe(&perf);
+
+        if (r < 0)
+                return log_error_errno(r,
+                                       "--sampler=perf: perf_event_open refused (needs CAP_PERFMON "
+                                       "or CAP_SYS_ADMIN, or kernel.perf_event_paranoid <= 1)");
+        return 0;
+}
+
+/* Running threads of a native process are sampled by the kernel at their
+ * CPU-time ticks (no stop, no run-queue bias: engine/sampler.c); a Python
+ * process keeps the ptrace stops, which copy its interpreter's data in the
+ * same instant as its stack.  A refusal leaves the target to the stops. */
+static void choose_sampler(struct registry *registry, struct target *target)
+{
+        const struct profd_config *config = &registry->config;
+        struct profiled_target *profiled = target->owner;
+        struct perf_sampler_config perf = profiled_target__perf_config(config);
+        int r;
+
+        if (config->sampler == SAMPLER_PTRACE || config->command == COMMAND_DUMP ||
+            profiled->python) {
+                if (config->sampler != SAMPLER_PTRACE && config->command != COMMAND_DUMP)
+                        log_info("PID %d: a Python process: sampled by ptrace stops",
+                                 (int)target->pid);
+                target__stop_perf(target);
+                return;
+        }
+        r = target__start_perf(target, &perf);
+        if (r == 0) {
+                log_debug("PID %d: sampled by perf_event_open (task clock, every %lld ms of CPU)",
+                          (int)target->pid, (long long)config->interval_ms);
+                return;
+        }
+        if (config->sampler == SAMPLER_PERF)
+                log_warning_errno(r, "PID %d: perf_event_open refused: sampled by ptrace stops",
+                                  (int)target->pid);
+        else
+                log_info_errno(r, "PID %d: perf_event_open refused: sampled by ptrace stops",
+                               (int)target->pid);
+}
+
 /* What each part of a target's set-up cost the tracer thread, for the -vv
  * line (bench/event_latency.py --steps sums them). */
 enum setup_part {
@@ -124,6 +178,7 @@ static int prepare_with_maps(struct registry *registry, struct target *target, i
                                 profiled_target__maps_generation(profiled), maps_text, maps_len);
         at_ns[PART_EXPORT] = monotonic_ns();
         prepare_export(registry, target, profiled);
+        choose_sampler(registry, target);
         at_ns[PART_N] = monotonic_ns();
         log_setup(target, at_ns, off_tracer); /* what a new target costs the tracer */
         return 0;
@@ -177,6 +232,8 @@ void profiled_target__retry_python(struct registry *registry, struct target *tar
                                            &registry->py_scratch);
         for (size_t i = 0; profiled->python && i < target->n_threads; i++)
                 py_process__prepare(profiled->python, target, target->threads[i]);
+        if (profiled->python)
+                choose_sampler(registry, target); /* a Python process now: ptrace stops */
 }
 
 bool profiled_target__maps_awaited(const struct profiled_target *profiled, uint64_t now_ns)
@@ -285,7 +342,8 @@ void profiled_target__flush(struct registry *registry, struct target *target, ui
 
 void profiled_target__release(struct registry *registry, struct target *target)
 {
-        target->setup_serial = 0; /* a set-up asked before an exec is not for the new program */
+        target->setup_serial = 0;  /* a set-up asked before an exec is not for the new program */
+        target__stop_perf(target); /* chosen again if it is prepared again */
         profiled_target__flush(registry, target, 0, true, true);
         profiled_target__free(target);
 }

@@ -57,6 +57,15 @@ int profiled_target__ask_setup(struct registry *registry, struct target *target,
  * lost request or reply may take: then the caller asks again). */
 bool profiled_target__setup_awaited(const struct target *target, uint64_t now_ns);
 
+/* The perf event every thread of a native target gets (attach/perf_sampler.h):
+ * the task clock every --interval of CPU time. */
+struct perf_sampler_config profiled_target__perf_config(const struct profd_config *config);
+
+/* --sampler=perf, before any target is touched: whether this process may
+ * open such an event at all (on itself: the same privilege check as on a
+ * target).  0 or -errno after a one-line error. */
+int profiled_target__check_perf(const struct profd_config *config);
+
 /* After target__follow_leader_exit moved target->mem_pid: the address
  * space and the Python reader read through the new thread. */
 void profiled_target__follow_memory_pid(struct target *target);

@@ -29,6 +29,8 @@ struct run_stats {
         uint64_t samples_blocked;      /* of which taken without stopping */
         uint64_t samples_reused;       /* of which idle threads' previous stack */
         uint64_t samples_restopped;    /* blocked, but stopped to get registers */
+        uint64_t samples_perf;         /* of which taken by the kernel on a CPU (no stop) */
+        uint64_t perf_lost;            /* perf samples the kernel dropped (a ring was full) */
         uint64_t skipped;              /* thread-samples that could not be taken */
         uint64_t errors;
         uint64_t merge_failed;        /* Python samples whose native/Python merge did not line up */

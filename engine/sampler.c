@@ -1,6 +1,10 @@
 /* sampler.c — one tick: stop only the threads that must be stopped, for as
  * short a time as possible, then do the slow work.
  *
+ *   0. A thread of a native process the kernel samples at its CPU-time
+ *      ticks (attach/perf_sampler.h) is never interrupted: the samples in
+ *      its ring are unwound and recorded in phase 3 (b, first); without
+ *      any since the last tick it is treated as below, but never stopped.
  *   1. For each thread, read /proc just before acting: a thread still
  *      idle since its last (blocked) sample, by its schedstat run count,
  *      reuses its last stack; otherwise /proc/.../syscall says whether it
@@ -15,7 +19,8 @@
  *         is still blocked at the same point and has not run (else: one
  *         retry, then skipped).  Stack copies stop where the thread's
  *         stack ends (learnt from earlier unwinds, attach/capture.c).
- *      b. Unwind.
+ *      b. Unwind: the perf samples first (each recorded at once), then
+ *         the captures.
  *   4. A blocked thread whose stack needs registers /proc does not give
  *      (frame-pointer code needs RBP, which could not be recovered from
  *      the copy) is interrupted after all, but only when its syscall
@@ -226,6 +231,80 @@ static void reserve_python(struct target *target, struct tthread *thread)
                 py_process__reserve(profiled->python, thread);
 }
 
+/* Whether the kernel samples this thread on its CPU (attach/perf_sampler.h)
+ * this tick.  Not in a process that publishes span context: a sample's span
+ * slot or OTEP 4947 record must be copied in the same instant as its stack,
+ * and the kernel copies only the stack (read at the drain, up to a tick
+ * later, 5 samples of tests/test_otel_context.py's work outside any span
+ * carried the span that began after it).  Such a thread is stopped as
+ * before, and what its ring held meanwhile is dropped. */
+static bool uses_perf(struct target *target, struct tthread *thread)
+{
+        struct profiled_target *profiled = target->owner;
+
+        if (thread->perf.fd < 0)
+                return false;
+        if (!context_reader__publishes_spans(&profiled->context))
+                return true;
+        perf_sampler__discard(&thread->perf);
+        return false;
+}
+
+/* A perf-sampled thread that /proc calls running: whether, since the last
+ * tick, it spent more time waiting for a CPU than on one (schedstat), so
+ * that its sample is labelled `runnable`.  Remembers this tick's reading. */
+static bool waited_more_than_ran(struct tthread *thread)
+{
+        const struct proc_schedstat *now = &thread->sched_before, *seen = &thread->sched_seen;
+        bool waited = thread->sched_before_valid && thread->sched_seen_ns &&
+                      now->run_delay_ns - seen->run_delay_ns > now->on_cpu_ns - seen->on_cpu_ns;
+
+        if (thread->sched_before_valid) {
+                thread->sched_seen = *now;
+                thread->sched_seen_ns = monotonic_ns();
+        }
+        return waited;
+}
+
+/* Phase 1 for a thread the kernel samples: it is never interrupted.  The
+ * samples in its ring are taken in phase 3.  Without any it has used less
+ * than a period of CPU since its last one: a blocked thread is sampled from
+ * /proc as any other, an idle one reuses its last stack, and one that is
+ * running or waiting for a CPU reuses its last stack with no CPU time (its
+ * next perf sample carries it), `runnable` when it waited more than it
+ * ran.  Returns whether it is the kernel's. */
+static bool plan_perf_thread(struct registry *registry, struct target *target,
+                             struct tthread *thread)
+{
+        thread->perf_tick = uses_perf(target, thread);
+        thread->perf_due = false;
+        if (!thread->perf_tick)
+                return false;
+        thread->cpu_charged_valid = false; /* CPU is the samples' periods */
+        thread->sched_seen_stopped = false;
+        bool waited = waited_more_than_ran(thread);
+        if ((thread->perf_due = perf_sampler__pending(&thread->perf)))
+                return true;
+        if (still_idle(thread)) {
+                reuse_last_stack(registry, thread, SAMPLE_BLOCKED);
+                return true;
+        }
+        switch (proc_thread__syscall(&thread->files, &thread->blocked_at)) {
+        case PROC_SYSCALL_RUNNING:
+                /* Not reuse_last_stack(): its buffers are kept for the next sample. */
+                thread->reuse_last_stack = thread->last_stack_valid;
+                thread->sample_state = waited ? SAMPLE_RUNNABLE : SAMPLE_RUNNING;
+                registry->stats.skipped += !thread->last_stack_valid;
+                break;
+        case PROC_SYSCALL_BLOCKED:
+                thread->blocked_candidate = !leader_just_exited(target, thread);
+                break;
+        case PROC_SYSCALL_GONE:
+                break;
+        }
+        return true;
+}
+
 /* Phase 1.  /proc/.../syscall tells both whether a thread is running and,
  * if not, where it is blocked (one read instead of stat, then syscall).
  * While interrupted threads' stops may be outstanding, each step also
@@ -251,10 +330,12 @@ static size_t interrupt_running_threads(struct registry *registry)
                                 break;
                         struct tthread *thread = target->threads[i];
                         thread->captured = thread->blocked_candidate = false;
-                        thread->reuse_last_stack = false;
+                        thread->reuse_last_stack = thread->perf_tick = thread->perf_due = false;
                         if (thread->group_stopped || thread->interrupt_pending || thread->exited)
                                 continue;
                         read_sched_before(thread);
+                        if (plan_perf_thread(registry, target, thread))
+                                continue;
                         if (still_idle(thread)) {
                                 reuse_last_stack(registry, thread, SAMPLE_BLOCKED);
                                 continue;
@@ -594,6 +675,8 @@ static void emit_sample(struct registry *registry, struct target *target,
  * else `running`. */
 static enum sample_state classify(const struct tthread *thread, bool stopped)
 {
+        if (thread->captured && thread->capture.kind == CAPTURE_PERF)
+                return SAMPLE_RUNNING; /* the kernel took it on its CPU */
         if (thread->reuse_last_stack && !thread->captured)
                 return (enum sample_state)thread->sample_state;
         if (!stopped || thread->needs_stop)
@@ -663,6 +746,26 @@ static bool takes_cpu(const struct tthread *thread, enum sample_state state, uin
         return !in_call || thread->kernel_wait_before == KERNEL_WAIT_PREEMPTED;
 }
 
+/* The values of a thread the kernel samples: a perf sample's cpu is its
+ * period (CPU time the kernel counted while the thread ran, run-queue time
+ * never), the thread's other samples carry none.  wall: the time since its
+ * previous sample, up to the perf sample's own time. */
+static void perf_values(struct registry *registry, struct tthread *thread, uint64_t tick_ns,
+                        struct sample_record *record)
+{
+        bool perf = thread->captured && thread->capture.kind == CAPTURE_PERF;
+        uint64_t at = perf ? thread->perf_time_ns : tick_ns;
+
+        record->cpu_ns = perf ? (int64_t)thread->perf_period_ns : 0;
+        if (!thread->last_sample_ns)
+                record->wall_ns = (int64_t)registry->config.interval_ms * 1000000;
+        else
+                record->wall_ns =
+                    at > thread->last_sample_ns ? (int64_t)(at - thread->last_sample_ns) : 0;
+        if (at > thread->last_sample_ns)
+                thread->last_sample_ns = at;
+}
+
 /* The sample's values.  cpu: the thread's on-CPU time (the kernel's
  * accounting) not yet charged, charged only where takes_cpu() says, so
  * that run-queue and blocked time never is: it accrues to the thread's
@@ -671,6 +774,10 @@ static bool takes_cpu(const struct tthread *thread, enum sample_state state, uin
 static void sample_values(struct registry *registry, struct tthread *thread,
                           enum sample_state state, uint64_t tick_ns, struct sample_record *record)
 {
+        if (thread->perf_tick) {
+                perf_values(registry, thread, tick_ns, record);
+                return;
+        }
         const struct proc_schedstat *now =
             thread->sched_resumed_valid ? &thread->sched_resumed : &thread->sched_before;
         bool known = thread->sched_resumed_valid || thread->sched_before_valid;
@@ -712,6 +819,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
 {
         struct profiled_target *profiled = target->owner;
         bool stopped = thread->captured && thread->capture.kind == CAPTURE_STOPPED;
+        bool perf = thread->captured && thread->capture.kind == CAPTURE_PERF;
         const struct merged_stack *merged = thread->capture.interp.result;
         enum sample_state state = classify(thread, stopped);
         struct sample_record record = {
@@ -719,7 +827,7 @@ static void record_thread(struct registry *registry, struct target *target, stru
             .tid = thread->tid,
             .thread_name = thread->name,
             .thread_state = sample_state_names[state],
-            .time_ns = tick_realtime_ns,
+            .time_ns = tick_realtime_ns, /* a perf sample too: the Splunk snapshot's instant */
             .stack = &thread->last_stack,
             .thread_id = thread->tid, /* native: no runtime id beyond the tid */
             .merged = merged,
@@ -767,6 +875,8 @@ static void record_thread(struct registry *registry, struct target *target, stru
         if (stopped) {
                 registry->stats.samples_stopped++;
                 add_pause(&registry->stats, thread);
+        } else if (perf) {
+                registry->stats.samples_perf++; /* no pause: nothing was stopped */
         } else if (thread->captured) {
                 registry->stats.samples_blocked++;
         } else {
@@ -794,10 +904,60 @@ static void handle_events_if_due(struct registry *registry, uint64_t *checked_ns
  * over 50 idle processes × 10 threads would otherwise hold 500 × 32 KiB
  * of stack copies before the first unwind.  Returns how many blocked
  * threads need a stop to be unwound. */
-static size_t sample_and_unwind_target(struct registry *registry, struct target *target)
+/* A tick's two clocks: CLOCK_REALTIME (the samples' time label) and
+ * CLOCK_MONOTONIC (the samples' wall values, the perf samples' times). */
+struct tick_clock {
+        uint64_t realtime_ns, ns;
+};
+
+/* Phase 3 for a thread whose ring holds samples: the oldest is unwound and
+ * recorded, and the thread gets no other sample this tick; the rest stay
+ * in the ring for the next ticks.  One per tick, as every thread gets: a
+ * Splunk record is one snapshot per tick, each thread once, and a thread's
+ * CPU time cannot outrun the wall clock, so they do not pile up while the
+ * tracer keeps up (ticks it misses lose samples, as stops would: the ring
+ * fills and the kernel counts what it drops).  Its process publishes no
+ * span context (uses_perf). */
+static void take_perf_samples(struct registry *registry, struct target *target,
+                              struct tthread *thread, const struct tick_clock *tick)
+{
+        struct capture *capture = &thread->capture;
+        struct perf_sample_info info;
+        uint64_t lost = thread->perf.lost;
+
+        thread->blocked_candidate = thread->reuse_last_stack = false;
+        if (capture__ready(capture) < 0) {
+                perf_sampler__discard(&thread->perf);
+                registry->stats.skipped++;
+                return;
+        }
+        if (perf_sampler__next(&thread->perf, capture, target->mem_pid, thread->tid, &info) == 1) {
+                capture->time_ns = tick->realtime_ns + (info.time_ns - tick->ns);
+                thread->perf_time_ns = info.time_ns;
+                thread->perf_period_ns = info.period_ns;
+                thread->captured = true;
+                unwind_capture(registry, target, thread);
+                record_thread(registry, target, thread, tick->realtime_ns, tick->ns);
+        } else {
+                registry->stats.skipped++; /* only a lost-samples record, or a bad one */
+        }
+        thread->captured = false;
+        registry->stats.perf_lost += thread->perf.lost - lost;
+}
+
+static size_t sample_and_unwind_target(struct registry *registry, struct target *target,
+                                       const struct tick_clock *tick)
 {
         size_t needs_stop = 0;
 
+        /* Samples that arrived since phase 1 count too: the thread ran. */
+        for (size_t i = 0; i < target->n_threads; i++) {
+                struct tthread *thread = target->threads[i];
+                if (thread->perf_tick && perf_sampler__pending(&thread->perf))
+                        thread->perf_due = true;
+                if (thread->perf_due)
+                        thread->blocked_candidate = thread->reuse_last_stack = false;
+        }
         event_pump__busy(registry, "tick: blocked copies");
         for (size_t i = 0; !target->gone && i < target->n_threads; i++)
                 if (target->threads[i]->blocked_candidate)
@@ -806,6 +966,10 @@ static size_t sample_and_unwind_target(struct registry *registry, struct target 
                 return 0;
         event_pump__busy(registry, "tick: maps refresh");
         refresh_address_space(registry, target);
+        event_pump__busy(registry, "tick: perf samples");
+        for (size_t i = 0; !target->gone && i < target->n_threads; i++)
+                if (target->threads[i]->perf_due)
+                        take_perf_samples(registry, target, target->threads[i], tick);
         event_pump__busy(registry, "tick: unwinding");
         for (size_t i = 0; i < target->n_threads; i++) {
                 struct tthread *thread = target->threads[i];
@@ -837,7 +1001,7 @@ static void read_tasks(struct registry *registry)
         }
 }
 
-static size_t sample_and_unwind(struct registry *registry)
+static size_t sample_and_unwind(struct registry *registry, const struct tick_clock *tick)
 {
         size_t needs_stop = 0;
         uint64_t checked_ns = monotonic_ns();
@@ -849,7 +1013,7 @@ static size_t sample_and_unwind(struct registry *registry)
                 struct target *target = registry->targets.targets[t];
                 if (target->gone || !target->owner || target->releasing)
                         continue;
-                needs_stop += sample_and_unwind_target(registry, target);
+                needs_stop += sample_and_unwind_target(registry, target, tick);
                 handle_events_if_due(registry, &checked_ns);
         }
         return needs_stop;
@@ -938,7 +1102,7 @@ void sampler__tick(struct registry *registry, uint64_t tick_realtime_ns)
         wait_for_stops(registry, pending, begin);
         begin = monotonic_ns();
         event_pump__busy(registry, "tick: unwinding");
-        if (sample_and_unwind(registry) > 0) {
+        if (sample_and_unwind(registry, &(struct tick_clock){tick_realtime_ns, tick_ns}) > 0) {
                 event_pump__busy(registry, "tick: re-stopping");
                 restop_blocked_threads(registry);
         }

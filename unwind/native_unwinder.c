@@ -117,7 +117,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
         Dwarf_Word sp = capture->regs.rsp, bp = unwinder->recovered_bp;
 
         dwfl_thread_state_register_pc(thread, capture->regs.rip);
-        if (capture->kind == CAPTURE_STOPPED)
+        if (capture->kind != CAPTURE_BLOCKED) /* stopped or perf: all of them */
                 return set_stopped_registers(thread, &capture->regs);
         if (!dwfl_thread_state_registers(thread, DWARF_REG_RSP, 1, &sp))
                 return false;
